@@ -1,0 +1,127 @@
+//! One error type for every operation, with the kinds of DESIGN §4 that each
+//! binding maps to its own language (exception class, `err.code`, C status).
+
+use std::fmt;
+
+/// What went wrong, independent of the message. Bindings switch on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A bounded acquire ran out of time. The Rust API reports this as `Ok(None)`;
+    /// the kind exists for callers that turn "not acquired" into an error.
+    NotAcquired,
+    /// Release or extend by a holder that does not hold the lock.
+    NotOwner,
+    /// The hold was lost: expired, force-unlocked, or the server lost it.
+    LockLost,
+    /// I/O error, refused connection, timeout or failed authentication.
+    Connection,
+    /// The key at the lock name is not a lock (not a hash).
+    WrongType,
+    /// Bad input: name, duration, URL or option out of range.
+    InvalidArgument,
+    /// The caller (or a client shutdown) cancelled a wait.
+    Cancelled,
+    /// A bug in ferrolock, or a reply it does not understand.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Stable identifier used by the bindings (`ERR_NOT_OWNER`, ...).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::NotAcquired => "NOT_ACQUIRED",
+            ErrorKind::NotOwner => "ERR_NOT_OWNER",
+            ErrorKind::LockLost => "ERR_LOCK_LOST",
+            ErrorKind::Connection => "ERR_CONNECTION",
+            ErrorKind::WrongType => "ERR_WRONG_TYPE",
+            ErrorKind::InvalidArgument => "ERR_INVALID_ARGUMENT",
+            ErrorKind::Cancelled => "ERR_CANCELLED",
+            ErrorKind::Internal => "ERR_INTERNAL",
+        }
+    }
+}
+
+/// A ferrolock error: a kind and a message that names the lock and says what to do.
+/// Messages never contain passwords.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+/// Result alias used across the crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Builds an error of the given kind (bindings use this for their own input checks).
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    pub(crate) fn shut_down() -> Self {
+        Self::new(ErrorKind::Cancelled, "the ferrolock client was shut down; create a new client")
+    }
+
+    /// Maps a redis-rs error, prefixing `context` (which names the lock and the operation).
+    pub(crate) fn from_redis(err: &redis::RedisError, context: &str) -> Self {
+        use redis::{ErrorKind as RK, ServerErrorKind as SK};
+        let code = err.code().unwrap_or("");
+        let kind = match err.kind() {
+            _ if code == "WRONGTYPE" => ErrorKind::WrongType,
+            _ if matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM") => ErrorKind::Connection,
+            RK::AuthenticationFailed => ErrorKind::Connection,
+            RK::Io => ErrorKind::Connection,
+            RK::Server(SK::BusyLoading | SK::TryAgain | SK::ClusterDown | SK::MasterDown | SK::ReadOnly) => {
+                ErrorKind::Connection
+            }
+            RK::InvalidClientConfig => ErrorKind::InvalidArgument,
+            _ if err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal() => {
+                ErrorKind::Connection
+            }
+            _ => ErrorKind::Internal,
+        };
+        let hint = match kind {
+            ErrorKind::Connection if matches!(err.kind(), RK::AuthenticationFailed)
+                || matches!(code, "NOAUTH" | "WRONGPASS") =>
+            {
+                "; check the username and password in the Redis URL"
+            }
+            ErrorKind::Connection => "; check that Redis is running and reachable",
+            ErrorKind::WrongType => "; the key at this name holds another type, pick another lock name",
+            _ => "",
+        };
+        Error::new(kind, format!("{context}: {err}{hint}"))
+    }
+
+    /// True for failures after which a command may or may not have run on the server.
+    pub(crate) fn is_ambiguous(err: &redis::RedisError) -> bool {
+        err.is_io_error() || err.is_timeout() || err.is_connection_dropped()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}

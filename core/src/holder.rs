@@ -1,0 +1,490 @@
+//! One holder of one lock: its owner field, its local view of the hold (count,
+//! token, lease deadline, lost signal) and the script calls that change the hold.
+//!
+//! Every call that changes the hold runs in a spawned task that holds the holder's
+//! operation mutex and applies the reply to the local state itself, so a caller
+//! that goes away mid-call can never leave the server and the local view apart.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::client::ClientInner;
+use crate::error::{Error, ErrorKind, Result};
+use crate::keys::LockKeys;
+use crate::scripts;
+
+/// Called once when a hold is lost, from a background thread.
+pub type LostCallback = Arc<dyn Fn(&LostEvent) + Send + Sync>;
+
+/// What an `on_lost` callback is told.
+#[derive(Debug, Clone)]
+pub struct LostEvent {
+    /// The lock name (lossy UTF-8).
+    pub name: String,
+    /// The owner field of the hold that was lost.
+    pub owner: String,
+    /// Why: a `LockLost` error whose message says what happened.
+    pub error: Error,
+}
+
+/// A snapshot of one acquisition: its fencing token and a signal that fires if
+/// the hold is lost. Dropping it changes nothing (see `Guard` for release-on-drop).
+#[derive(Debug, Clone)]
+pub struct Hold {
+    token: Option<u64>,
+    count: u32,
+    lost: watch::Receiver<Option<Error>>,
+}
+
+impl Hold {
+    /// The fencing token of this acquisition (fenced locks only).
+    pub fn token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// The hold count right after this acquisition (1 for a first acquisition).
+    pub fn hold_count(&self) -> u32 {
+        self.count
+    }
+
+    /// True once the hold has been lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.borrow().is_some()
+    }
+
+    /// The `LockLost` error, if the hold has been lost.
+    pub fn lost_error(&self) -> Option<Error> {
+        self.lost.borrow().clone()
+    }
+
+    /// Resolves with the `LockLost` error when the hold is lost; never resolves
+    /// for a hold that ends by release.
+    pub async fn lost(&self) -> Error {
+        let mut rx = self.lost.clone();
+        let result = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+        match result {
+            Ok(Some(err)) => err,
+            _ => std::future::pending().await,
+        }
+    }
+
+    /// A watch channel that turns `Some(error)` when the hold is lost (for bindings).
+    pub fn lost_watch(&self) -> watch::Receiver<Option<Error>> {
+        self.lost.clone()
+    }
+}
+
+/// What a release did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Released {
+    /// Re-entrant hold: still held with this many levels left.
+    StillHeld(u32),
+    /// The lock is free now; one waiter was woken.
+    Unlocked,
+}
+
+pub(crate) enum Attempt {
+    Acquired(PendingHold),
+    /// Held by someone else; retry after at most this long (None: the key has no expiry).
+    Busy(Option<Duration>),
+}
+
+/// An acquisition on its way to the caller. If the caller is gone before it takes
+/// it (a dropped future), dropping this releases the level it acquired.
+pub(crate) struct PendingHold {
+    holder: Arc<Holder>,
+    hold: Option<Hold>,
+}
+
+impl PendingHold {
+    pub fn take(mut self) -> Hold {
+        self.hold.take().expect("taken once")
+    }
+}
+
+impl Drop for PendingHold {
+    fn drop(&mut self) {
+        if self.hold.take().is_some() {
+            let holder = self.holder.clone();
+            tracing::debug!(lock = %holder.keys.display, "acquire abandoned by its caller; releasing");
+            self.holder.client.runtime.spawn(async move {
+                let _ = holder.release(false).await;
+            });
+        }
+    }
+}
+
+pub(crate) struct HoldState {
+    pub count: u32,
+    pub generation: u64,
+    pub token: Option<u64>,
+    /// Renewed by the watchdog (some level was taken without an explicit lease).
+    pub watchdog: bool,
+    /// PEXPIRE used when a partial release keeps the lock.
+    pub lease_ms: u64,
+    /// Local monotonic deadline: last successful acquire/renewal send time + lease.
+    pub deadline: Instant,
+    lost: watch::Sender<Option<Error>>,
+    /// Set when the current hold was lost; cleared by the next first acquisition.
+    pub lost_error: Option<Error>,
+    /// Releases still to be answered with `LockLost` (the levels held when lost).
+    lost_levels: u32,
+    deadline_task: Option<AbortHandle>,
+}
+
+pub(crate) struct Holder {
+    pub client: Arc<ClientInner>,
+    pub keys: LockKeys,
+    pub owner: String,
+    pub fenced: bool,
+    pub uid: u64,
+    op: Arc<tokio::sync::Mutex<()>>,
+    pub state: Mutex<HoldState>,
+    pub on_lost: Mutex<Option<LostCallback>>,
+}
+
+static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Holder {
+    pub fn new(client: Arc<ClientInner>, name: &[u8], owner: String, fenced: bool) -> Arc<Holder> {
+        Arc::new(Holder {
+            client,
+            keys: LockKeys::new(name),
+            owner,
+            fenced,
+            uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            op: Arc::new(tokio::sync::Mutex::new(())),
+            state: Mutex::new(HoldState {
+                count: 0,
+                generation: 0,
+                token: None,
+                watchdog: false,
+                lease_ms: 0,
+                deadline: Instant::now(),
+                lost: watch::channel(None).0,
+                lost_error: None,
+                lost_levels: 0,
+                deadline_task: None,
+            }),
+            on_lost: Mutex::new(None),
+        })
+    }
+
+    fn context(&self, what: &str) -> String {
+        format!("{what} lock \"{}\"", self.keys.display)
+    }
+
+    /// The current hold, if this holder holds the lock (local view).
+    pub fn current_hold(&self) -> Option<Hold> {
+        let st = self.state.lock().unwrap();
+        (st.count > 0).then(|| Hold {
+            token: st.token,
+            count: st.count,
+            lost: st.lost.subscribe(),
+        })
+    }
+
+    /// One acquire attempt, run detached from the caller (see the module comment).
+    pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
+        let op = self.op.clone().lock_owned().await;
+        let this = self.clone();
+        let task = self.client.runtime.spawn(async move {
+            let _op = op;
+            this.acquire_once(lease_ms).await
+        });
+        task.await.map_err(|e| Error::internal(format!("acquire task failed: {e}")))?
+    }
+
+    async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
+        let mut conn = self.client.conn()?;
+        let lease = lease_ms.unwrap_or_else(|| self.client.config.watchdog_ms());
+        let before = self.state.lock().unwrap().count;
+        for _ in 0..2 {
+            let sent_at = Instant::now();
+            let mut call = scripts::ACQUIRE.key(&self.keys.name);
+            if self.fenced {
+                call.key(&self.keys.token);
+            }
+            call.arg(lease).arg(&self.owner);
+            match call.invoke_async::<Vec<i64>>(&mut conn).await {
+                Ok(reply) => return self.decode_acquire(&reply, lease_ms, sent_at),
+                Err(e) if Error::is_ambiguous(&e) => {
+                    // The script may or may not have run: our own field tells which.
+                    tracing::debug!(lock = %self.keys.display, error = %e, "acquire reply lost; reading the hold back");
+                    let (count, token) = self.read_own_field(&mut conn).await?;
+                    if count > before as i64 {
+                        let hold = self.apply_acquired(count as u32, token, lease_ms, sent_at);
+                        return Ok(Attempt::Acquired(PendingHold { holder: self.clone(), hold: Some(hold) }));
+                    }
+                    // It did not run: sending it again is safe.
+                }
+                Err(e) => return Err(Error::from_redis(&e, &self.context("acquiring"))),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Connection,
+            format!("{}: the connection failed twice; check that Redis is reachable", self.context("acquiring")),
+        ))
+    }
+
+    fn decode_acquire(self: &Arc<Self>, reply: &[i64], lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt> {
+        match reply {
+            [1, count, token] => {
+                let token = self.fenced.then_some(*token as u64);
+                let hold = self.apply_acquired(*count as u32, token, lease_ms, sent_at);
+                Ok(Attempt::Acquired(PendingHold { holder: self.clone(), hold: Some(hold) }))
+            }
+            [0, pttl] if *pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((*pttl as u64).max(1))))),
+            [0, _] => Ok(Attempt::Busy(None)),
+            other => Err(Error::internal(format!("unexpected acquire reply {other:?}"))),
+        }
+    }
+
+    /// Reads this holder's hold count (and the token counter) with a few retries
+    /// while the connection re-establishes itself.
+    async fn read_own_field(&self, conn: &mut ConnectionManager) -> Result<(i64, Option<u64>)> {
+        let mut pipe = redis::pipe();
+        pipe.hget(&self.keys.name, &self.owner);
+        if self.fenced {
+            pipe.get(&self.keys.token);
+        } else {
+            pipe.cmd("ECHO").arg(0);
+        }
+        let mut delay = Duration::from_millis(20);
+        let give_up = Instant::now() + self.client.config.connect_timeout + self.client.config.response_timeout;
+        loop {
+            match pipe.query_async::<(Option<i64>, Option<u64>)>(conn).await {
+                Ok((count, token)) => return Ok((count.unwrap_or(0), token.filter(|_| self.fenced))),
+                Err(e) if Error::is_ambiguous(&e) && Instant::now() + delay < give_up => {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(Error::from_redis(&e, &self.context("checking after a lost reply on"))),
+            }
+        }
+    }
+
+    fn apply_acquired(self: &Arc<Self>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
+        let lease = lease_ms.unwrap_or_else(|| self.client.config.watchdog_ms());
+        let mut st = self.state.lock().unwrap();
+        let fresh = st.count == 0;
+        st.count = count.max(1);
+        st.token = token;
+        st.lease_ms = lease;
+        // A re-entry PEXPIREs to its own lease, so the deadline follows the latest call.
+        st.deadline = sent_at + Duration::from_millis(lease);
+        if fresh {
+            st.generation += 1;
+            st.watchdog = lease_ms.is_none();
+            st.lost = watch::channel(None).0;
+            st.lost_error = None;
+            st.lost_levels = 0;
+            let task = self.client.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
+            if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
+                old.abort();
+            }
+            self.client.register_held(self);
+        } else if lease_ms.is_none() {
+            st.watchdog = true;
+        }
+        Hold { token, count: st.count, lost: st.lost.subscribe() }
+    }
+
+    /// Releases one level (or all), idempotently: retries after a lost reply reuse
+    /// the request id, so the unlock latch answers them with the first answer.
+    pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
+        let op = self.op.clone().lock_owned().await;
+        let this = self.clone();
+        let task = self.client.runtime.spawn(async move {
+            let _op = op;
+            this.release_once(all).await
+        });
+        task.await.map_err(|e| Error::internal(format!("release task failed: {e}")))?
+    }
+
+    pub async fn release_all(self: &Arc<Self>) -> Result<Released> {
+        self.release(true).await
+    }
+
+    async fn release_once(self: &Arc<Self>, all: bool) -> Result<Released> {
+        let lease_ms = {
+            let mut st = self.state.lock().unwrap();
+            if st.count == 0 && st.lost_levels > 0 {
+                st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
+                return Err(st.lost_error.clone().unwrap_or_else(|| self.lost_error("it was lost")));
+            }
+            st.lease_ms.max(1)
+        };
+        let request_id = uuid::Uuid::new_v4().simple().to_string();
+        let reply = self.run_release(&request_id, lease_ms, all).await?;
+        let mut st = self.state.lock().unwrap();
+        match reply {
+            None if st.count > 0 => {
+                let generation = st.generation;
+                drop(st);
+                self.mark_lost(generation, "its owner field was gone when it was released (expired or force-unlocked)");
+                let mut st = self.state.lock().unwrap();
+                st.lost_levels = st.lost_levels.saturating_sub(1);
+                Err(st.lost_error.clone().unwrap_or_else(|| self.lost_error("it was lost")))
+            }
+            None => Err(Error::new(
+                ErrorKind::NotOwner,
+                format!(
+                    "lock \"{}\" is not held by this holder ({}); acquire it before releasing it",
+                    self.keys.display, self.owner
+                ),
+            )),
+            Some(0) if !all => {
+                if st.count > 1 {
+                    st.count -= 1;
+                }
+                Ok(Released::StillHeld(st.count))
+            }
+            Some(_) => {
+                self.finish(&mut st);
+                Ok(Released::Unlocked)
+            }
+        }
+    }
+
+    async fn run_release(&self, request_id: &str, lease_ms: u64, all: bool) -> Result<Option<i64>> {
+        let mut conn = self.client.conn()?;
+        let latch = self.keys.latch(request_id);
+        let window = self.client.config.retry_window;
+        let levels = if all { "all".to_string() } else { "1".to_string() };
+        let started = Instant::now();
+        let mut delay = Duration::from_millis(10);
+        let reply = loop {
+            let result = scripts::RELEASE
+                .key(&self.keys.name)
+                .key(&self.keys.channel)
+                .key(&latch)
+                .arg(&self.owner)
+                .arg(lease_ms)
+                .arg(scripts::PUBLISH)
+                .arg(window.as_millis() as u64)
+                .arg(&levels)
+                .invoke_async::<Option<i64>>(&mut conn)
+                .await;
+            match result {
+                Ok(reply) => break reply,
+                Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
+                    tracing::debug!(lock = %self.keys.display, error = %e, "release reply lost; retrying with the same request id");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(Error::from_redis(&e, &self.context("releasing"))),
+            }
+        };
+        // The latch only answers retries of this call, which are over now.
+        self.client.latches.remove_later(latch);
+        Ok(reply)
+    }
+
+    /// The hold is over (released): stop its deadline timer and renewals.
+    fn finish(&self, st: &mut HoldState) {
+        st.count = 0;
+        st.token = None;
+        st.watchdog = false;
+        if let Some(task) = st.deadline_task.take() {
+            task.abort();
+        }
+        self.client.unregister_held(self.uid);
+    }
+
+    fn lost_error(&self, reason: &str) -> Error {
+        Error::new(
+            ErrorKind::LockLost,
+            format!(
+                "lock \"{}\" was lost by its holder ({}): {reason}; the critical section was not protected since then",
+                self.keys.display, self.owner
+            ),
+        )
+    }
+
+    /// Marks the hold of `generation` lost and notifies the holder, once.
+    pub fn mark_lost(&self, generation: u64, reason: &str) {
+        let error = self.lost_error(reason);
+        {
+            let mut st = self.state.lock().unwrap();
+            if st.generation != generation || st.count == 0 {
+                return;
+            }
+            st.lost_levels = st.count;
+            st.lost_error = Some(error.clone());
+            st.lost.send_replace(Some(error.clone()));
+            self.finish(&mut st);
+        }
+        tracing::warn!(lock = %self.keys.display, owner = %self.owner, "{}", error.message());
+        let callback = self.on_lost.lock().unwrap().clone();
+        if let Some(callback) = callback {
+            let event = LostEvent { name: self.keys.display.clone(), owner: self.owner.clone(), error };
+            // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
+            self.client.runtime.spawn_blocking(move || callback(&event));
+        }
+    }
+
+    /// A renewal of `generation` succeeded: the lease now runs from `sent_at`.
+    pub fn renewed(&self, generation: u64, sent_at: Instant) {
+        let mut st = self.state.lock().unwrap();
+        if st.generation == generation && st.count > 0 {
+            st.deadline = sent_at + Duration::from_millis(self.client.config.watchdog_ms());
+        }
+    }
+
+    /// The generation of the hold, if the watchdog should renew it.
+    pub fn renewable(&self) -> Option<u64> {
+        let st = self.state.lock().unwrap();
+        (st.count > 0 && st.watchdog).then_some(st.generation)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.client.forget_holder(&self.keys.name, &self.owner, self.fenced);
+        let st = self.state.get_mut().unwrap();
+        if st.count == 0 || self.client.is_shut_down() {
+            return;
+        }
+        // The last handle went away while holding: nobody could release it any more.
+        if let Some(task) = st.deadline_task.take() {
+            task.abort();
+        }
+        self.client.unregister_held(self.uid);
+        let (client, keys, owner, fenced) = (self.client.clone(), self.keys.clone(), self.owner.clone(), self.fenced);
+        tracing::debug!(lock = %keys.display, "last handle dropped while holding; releasing");
+        self.client.runtime.spawn(async move {
+            let orphan = Holder::new(client, &keys.name, owner, fenced);
+            orphan.state.lock().unwrap().count = 1;
+            let _ = orphan.release_all().await;
+            // Best effort only: whatever happened, this orphan must not try again on drop.
+            orphan.state.lock().unwrap().count = 0;
+        });
+    }
+}
+
+/// Marks the hold lost when its local deadline passes without a renewal.
+async fn watch_deadline(holder: Weak<Holder>, generation: u64) {
+    loop {
+        let deadline = {
+            let Some(h) = holder.upgrade() else { return };
+            let st = h.state.lock().unwrap();
+            if st.generation != generation || st.count == 0 {
+                return;
+            }
+            st.deadline
+        };
+        if Instant::now() >= deadline {
+            if let Some(h) = holder.upgrade() {
+                let lease = h.state.lock().unwrap().lease_ms;
+                h.mark_lost(generation, &format!("its lease ({lease} ms) ran out before it was renewed or released"));
+            }
+            return;
+        }
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+}

@@ -1,0 +1,63 @@
+//! Deletes answered unlock latches in the background, in batches, so releases stay
+//! one round-trip and latches never pile up (they also expire by themselves).
+
+use redis::aio::ConnectionManager;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+enum Job {
+    Delete(Vec<u8>),
+    Flush(oneshot::Sender<()>),
+}
+
+pub(crate) struct LatchSweeper {
+    tx: mpsc::UnboundedSender<Job>,
+}
+
+const BATCH: usize = 256;
+
+impl LatchSweeper {
+    pub fn start(runtime: &Handle, mut conn: ConnectionManager) -> (LatchSweeper, JoinHandle<()>) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let task = runtime.spawn(async move {
+            let mut keys = Vec::with_capacity(BATCH);
+            let mut flushes = Vec::new();
+            while let Some(job) = rx.recv().await {
+                let mut next = Some(job);
+                while let Some(job) = next.take() {
+                    match job {
+                        Job::Delete(key) => keys.push(key),
+                        Job::Flush(done) => flushes.push(done),
+                    }
+                    if keys.len() < BATCH {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                if !keys.is_empty() {
+                    let result: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "could not delete unlock latches; they expire by themselves");
+                    }
+                    keys.clear();
+                }
+                for done in flushes.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+        });
+        (LatchSweeper { tx }, task)
+    }
+
+    pub fn remove_later(&self, latch: Vec<u8>) {
+        let _ = self.tx.send(Job::Delete(latch));
+    }
+
+    /// Waits until every latch queued so far has been deleted.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Job::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+}

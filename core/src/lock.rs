@@ -1,0 +1,359 @@
+//! The public lock handle: acquire (with waiting on pub/sub), release, queries.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+
+use crate::error::{Error, Result};
+use crate::holder::{Attempt, Hold, Holder, LostCallback, Released};
+use crate::{scripts, validate};
+
+/// How to build a lock handle (see [`crate::Client::lock_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Fenced lock: every acquisition INCRs `redisson_lock_token:{name}` and yields the value.
+    pub fenced: bool,
+    /// Explicit holder id: the owner field becomes `<client-id>:<holder_id>`.
+    pub holder_id: Option<u64>,
+    /// Explicit full owner field, for handing a hold over between clients.
+    pub owner: Option<String>,
+}
+
+/// How to acquire: how long to wait and which lease to use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// Longest wait (0 = try once). `None` waits as long as it takes.
+    pub wait: Option<Duration>,
+    /// Explicit lease: the lock expires after it, with no renewal. `None` = watchdog.
+    pub lease: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// Wait at most `wait` (0 = try once).
+    pub fn wait(wait: Duration) -> Self {
+        AcquireOptions { wait: Some(wait), lease: None }
+    }
+
+    /// Use an explicit lease instead of the watchdog.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}
+
+/// A handle on one lock name for one holder. Clones share the holder; a new
+/// handle from [`crate::Client::lock`] is a new holder. Re-entrant: the same
+/// holder may acquire again and must release as often.
+#[derive(Clone)]
+pub struct Lock {
+    pub(crate) holder: Arc<Holder>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.holder.keys.display)
+            .field("owner", &self.holder.owner)
+            .field("fenced", &self.holder.fenced)
+            .finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn from_holder(holder: Arc<Holder>) -> Lock {
+        Lock { holder }
+    }
+
+    /// The lock name (lossy UTF-8 for non-UTF-8 names).
+    pub fn name(&self) -> &str {
+        &self.holder.keys.display
+    }
+
+    /// The lock name as given.
+    pub fn name_bytes(&self) -> &[u8] {
+        &self.holder.keys.name
+    }
+
+    /// The owner field this holder writes: `<client-id>:<holder-id>`.
+    pub fn owner(&self) -> &str {
+        &self.holder.owner
+    }
+
+    /// True for fenced locks.
+    pub fn is_fenced(&self) -> bool {
+        self.holder.fenced
+    }
+
+    /// Waits until acquired, with the watchdog lease. The guard releases on drop.
+    pub async fn acquire(&self) -> Result<Guard> {
+        let hold = self.acquire_hold(AcquireOptions::default()).await?;
+        Ok(Guard::new(self.clone(), hold.expect("an unbounded wait only returns when acquired")))
+    }
+
+    /// One attempt, no waiting.
+    pub async fn try_acquire(&self) -> Result<Option<Guard>> {
+        self.acquire_with(AcquireOptions::wait(Duration::ZERO)).await
+    }
+
+    /// Acquires with a wait bound and/or an explicit lease. `Ok(None)`: not acquired in time.
+    pub async fn acquire_with(&self, options: AcquireOptions) -> Result<Option<Guard>> {
+        Ok(self.acquire_hold(options).await?.map(|hold| Guard::new(self.clone(), hold)))
+    }
+
+    /// Like [`Lock::acquire_with`], without release-on-drop: the hold lasts until
+    /// [`Lock::release`] (or its loss). This is what the bindings use.
+    ///
+    /// Dropping the returned future at any point leaves nothing held and no
+    /// subscription behind.
+    pub async fn acquire_hold(&self, options: AcquireOptions) -> Result<Option<Hold>> {
+        let lease_ms = options.lease.map(validate::lease).transpose()?;
+        let deadline = options.wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
+        let client = &self.holder.client;
+        if client.is_shut_down() {
+            return Err(Error::shut_down());
+        }
+        // Fast path: uncontended acquisitions cost one round-trip, no subscription.
+        let mut busy = match self.holder.attempt(lease_ms).await? {
+            Attempt::Acquired(pending) => return Ok(Some(pending.take())),
+            Attempt::Busy(ttl) => ttl,
+        };
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+        let waiter = client.pubsub.waiter(&self.holder.keys.channel).await;
+        let mut shutdown = client.shutdown.subscribe();
+        // Subscribed now: a release from here on reaches us. Try again before waiting,
+        // since the lock may have been released before the subscription.
+        let mut retry_now = true;
+        loop {
+            if retry_now {
+                match self.holder.attempt(lease_ms).await? {
+                    Attempt::Acquired(pending) => return Ok(Some(pending.take())),
+                    Attempt::Busy(ttl) => busy = ttl,
+                }
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ok(None);
+            }
+            // Nothing is published when a lock expires: wake by its TTL as well.
+            let mut until = busy.map(|ttl| now + ttl);
+            if let Some(d) = deadline {
+                until = Some(until.map_or(d, |u| u.min(d)));
+            }
+            let sleep = async {
+                match until {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = waiter.woken() => {}
+                _ = sleep => {}
+                _ = shutdown.wait_for(|down| *down) => return Err(Error::shut_down()),
+            }
+            retry_now = true;
+        }
+    }
+
+    /// Releases one level of this holder's hold. `NotOwner` if this holder does not
+    /// hold it (nothing changes), `LockLost` if its hold was lost meanwhile.
+    pub async fn release(&self) -> Result<Released> {
+        self.holder.release(false).await
+    }
+
+    /// Releases every level of this holder's hold at once.
+    pub async fn release_all(&self) -> Result<Released> {
+        self.holder.release(true).await
+    }
+
+    /// The current hold of this holder (local view), if any.
+    pub fn current_hold(&self) -> Option<Hold> {
+        self.holder.current_hold()
+    }
+
+    /// This holder's hold count (local view; 0 when not held).
+    pub fn local_hold_count(&self) -> u32 {
+        self.holder.state.lock().unwrap().count
+    }
+
+    /// The fencing token of this holder's latest acquisition, while held.
+    pub fn token(&self) -> Option<u64> {
+        self.current_hold().and_then(|h| h.token())
+    }
+
+    /// True if this holder's latest hold was lost (until it acquires again).
+    pub fn is_lost(&self) -> bool {
+        self.holder.state.lock().unwrap().lost_error.is_some()
+    }
+
+    /// The `LockLost` error of this holder's latest hold, if it was lost.
+    pub fn lost_error(&self) -> Option<Error> {
+        self.holder.state.lock().unwrap().lost_error.clone()
+    }
+
+    /// Calls `callback` (on a background thread) whenever a hold of this holder is lost.
+    /// Replaces any earlier callback; `None` removes it.
+    pub fn set_on_lost(&self, callback: Option<LostCallback>) {
+        *self.holder.on_lost.lock().unwrap() = callback;
+    }
+
+    /// True if anyone holds the lock. `WrongType` if the key is not a lock.
+    pub async fn is_locked(&self) -> Result<bool> {
+        let (kind, _): (String, i64) = self.query_type_pttl().await?;
+        Ok(kind == "hash")
+    }
+
+    /// True if this holder holds the lock, as the server sees it.
+    pub async fn is_held(&self) -> Result<bool> {
+        Ok(self.hold_count().await? > 0)
+    }
+
+    /// This holder's hold count, as the server sees it.
+    pub async fn hold_count(&self) -> Result<u32> {
+        let cmd = redis::Cmd::hget(&self.holder.keys.name, &self.holder.owner);
+        let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
+        Ok(count.unwrap_or(0))
+    }
+
+    /// Time left on the lock's lease (whoever holds it); `None` when not locked,
+    /// `Duration::MAX` for a lock without expiry.
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        let (kind, pttl) = self.query_type_pttl().await?;
+        Ok(match (kind.as_str(), pttl) {
+            ("none", _) | (_, -2) => None,
+            (_, -1) => Some(Duration::MAX),
+            (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
+        })
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. `true` if it was locked.
+    /// Holders find their hold lost at their next renewal or release.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        let mut conn = self.holder.client.conn()?;
+        let unlocked: i64 = scripts::FORCE_UNLOCK
+            .key(&self.holder.keys.name)
+            .key(&self.holder.keys.channel)
+            .arg(scripts::PUBLISH)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
+        Ok(unlocked == 1)
+    }
+
+    async fn query_type_pttl(&self) -> Result<(String, i64)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE").arg(&self.holder.keys.name).pttl(&self.holder.keys.name);
+        let (kind, pttl): (String, i64) = self.query_idempotent(&pipe, "reading").await?;
+        if kind != "hash" && kind != "none" {
+            return Err(Error::new(
+                crate::ErrorKind::WrongType,
+                format!(
+                    "the key at lock name \"{}\" holds a {kind}, not a lock; pick another lock name",
+                    self.name()
+                ),
+            ));
+        }
+        Ok((kind, pttl))
+    }
+
+    /// Runs a read-only command, once more after a connection failure (the
+    /// connection manager reconnects, but the command that hit the break fails).
+    async fn query_idempotent<T: redis::FromRedisValue>(&self, cmd: &(impl Queryable + ?Sized), what: &str) -> Result<T> {
+        let mut conn = self.holder.client.conn()?;
+        let context = format!("{what} lock \"{}\"", self.name());
+        match cmd.run(&mut conn).await {
+            Err(e) if Error::is_ambiguous(&e) => cmd.run(&mut conn).await.map_err(|e| Error::from_redis(&e, &context)),
+            other => other.map_err(|e| Error::from_redis(&e, &context)),
+        }
+    }
+}
+
+/// A command or pipeline that can be sent as is.
+trait Queryable {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T>;
+}
+
+impl Queryable for redis::Cmd {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+
+impl Queryable for redis::Pipeline {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+
+/// One acquisition, released when dropped (in the background) unless released
+/// explicitly or turned into a plain [`Hold`].
+#[must_use = "dropping the guard releases the lock at once"]
+pub struct Guard {
+    lock: Lock,
+    hold: Hold,
+    armed: bool,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("lock", &self.lock).field("token", &self.hold.token()).finish()
+    }
+}
+
+impl Guard {
+    fn new(lock: Lock, hold: Hold) -> Self {
+        Guard { lock, hold, armed: true }
+    }
+
+    /// The lock this guard holds.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    /// The fencing token of this acquisition (fenced locks).
+    pub fn token(&self) -> Option<u64> {
+        self.hold.token()
+    }
+
+    /// True once this hold has been lost.
+    pub fn is_lost(&self) -> bool {
+        self.hold.is_lost()
+    }
+
+    /// Resolves with a `LockLost` error when this hold is lost.
+    pub async fn lost(&self) -> Error {
+        self.hold.lost().await
+    }
+
+    /// The hold behind this guard.
+    pub fn hold(&self) -> &Hold {
+        &self.hold
+    }
+
+    /// Releases this level now and reports the outcome.
+    pub async fn release(mut self) -> Result<Released> {
+        self.armed = false;
+        self.lock.release().await
+    }
+
+    /// Keeps the hold without release-on-drop; release it with [`Lock::release`].
+    pub fn into_hold(mut self) -> Hold {
+        self.armed = false;
+        self.hold.clone()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.armed {
+            let lock = self.lock.clone();
+            self.lock.holder.client.runtime.spawn(async move {
+                if let Err(e) = lock.release().await {
+                    tracing::debug!(lock = %lock.name(), error = %e, "release on guard drop failed");
+                }
+            });
+        }
+    }
+}

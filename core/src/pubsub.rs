@@ -1,0 +1,284 @@
+//! The client's one pub/sub connection: one subscription per channel, reference
+//! counted by the waiters on it, resubscribed after a reconnect.
+//!
+//! A message `0` wakes one local waiter of the channel (a wake left unused by a
+//! waiter that leaves passes to the next), `1` wakes all. After a reconnect every
+//! waiter is woken, since messages sent during the gap are lost.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+
+pub(crate) struct PubSubHub {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    redis: redis::Client,
+    config: Config,
+    runtime: Handle,
+    shutdown: watch::Receiver<bool>,
+}
+
+#[derive(Default)]
+struct State {
+    channels: HashMap<Vec<u8>, Channel>,
+    /// Channels whose subscription may need changing; the connection task drains it.
+    reconcile: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    task: Option<JoinHandle<()>>,
+}
+
+struct Channel {
+    waiters: VecDeque<Arc<Slot>>,
+    /// True while subscribed on the current connection.
+    subscribed: watch::Sender<bool>,
+}
+
+/// One waiter's wake-up flag.
+struct Slot {
+    woken: AtomicBool,
+    notify: Notify,
+}
+
+impl Slot {
+    fn wake(&self) {
+        self.woken.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+}
+
+impl Channel {
+    fn new() -> Self {
+        Channel { waiters: VecDeque::new(), subscribed: watch::channel(false).0 }
+    }
+
+    /// Wakes the first waiter that is not already woken.
+    fn wake_one(&self) {
+        if let Some(slot) = self.waiters.iter().find(|s| !s.woken.load(Ordering::Acquire)) {
+            slot.wake();
+        }
+    }
+
+    fn wake_all(&self) {
+        self.waiters.iter().for_each(|s| s.wake());
+    }
+}
+
+/// A registered waiter on one channel. Dropping it leaves the channel (and
+/// unsubscribes when it was the last waiter).
+pub(crate) struct Waiter {
+    shared: Arc<Shared>,
+    channel: Vec<u8>,
+    slot: Arc<Slot>,
+}
+
+impl Waiter {
+    /// Resolves when a message (or a reconnect) woke this waiter.
+    pub async fn woken(&self) {
+        loop {
+            let notified = self.slot.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.slot.woken.swap(false, Ordering::AcqRel) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut state = self.shared.state.lock().unwrap();
+        let Some(channel) = state.channels.get_mut(&self.channel) else { return };
+        channel.waiters.retain(|s| !Arc::ptr_eq(s, &self.slot));
+        if self.slot.woken.load(Ordering::Acquire) {
+            // This waiter leaves with an unused wake: hand it on.
+            channel.wake_one();
+        }
+        if channel.waiters.is_empty() {
+            if let Some(tx) = &state.reconcile {
+                let _ = tx.send(self.channel.clone());
+            }
+        }
+    }
+}
+
+impl PubSubHub {
+    pub fn new(redis: redis::Client, config: Config, runtime: Handle, shutdown: watch::Receiver<bool>) -> Self {
+        PubSubHub { shared: Arc::new(Shared { state: Mutex::new(State::default()), redis, config, runtime, shutdown }) }
+    }
+
+    /// Registers a waiter on `channel`, subscribing if it is the first, and waits
+    /// (bounded by the response timeout) until the subscription is confirmed.
+    /// Past that bound the caller still wakes by the lock's TTL.
+    pub async fn waiter(&self, channel: &[u8]) -> Waiter {
+        let slot = Arc::new(Slot { woken: AtomicBool::new(false), notify: Notify::new() });
+        let mut subscribed = {
+            let mut state = self.shared.state.lock().unwrap();
+            if state.task.is_none() {
+                let (tx, rx) = mpsc::unbounded_channel();
+                state.reconcile = Some(tx);
+                state.task = Some(self.shared.runtime.spawn(run(self.shared.clone(), rx)));
+            }
+            let entry = state.channels.entry(channel.to_vec()).or_insert_with(Channel::new);
+            entry.waiters.push_back(slot.clone());
+            let rx = entry.subscribed.subscribe();
+            if !*rx.borrow() {
+                if let Some(tx) = &state.reconcile {
+                    let _ = tx.send(channel.to_vec());
+                }
+            }
+            rx
+        };
+        let waiter = Waiter { shared: self.shared.clone(), channel: channel.to_vec(), slot };
+        let _ = tokio::time::timeout(self.shared.config.response_timeout, subscribed.wait_for(|s| *s)).await;
+        waiter
+    }
+
+    /// Number of channels this client is subscribed to right now.
+    pub fn subscribed_channels(&self) -> usize {
+        let state = self.shared.state.lock().unwrap();
+        state.channels.values().filter(|c| *c.subscribed.borrow()).count()
+    }
+
+    pub fn stop(&self) {
+        let mut state = self.shared.state.lock().unwrap();
+        if let Some(task) = state.task.take() {
+            task.abort();
+        }
+        state.reconcile = None;
+        for channel in state.channels.values() {
+            channel.subscribed.send_replace(false);
+            channel.wake_all();
+        }
+    }
+}
+
+/// The connection task: connect, (re)subscribe, dispatch messages, apply
+/// subscription changes in order; on a broken connection start over.
+async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut shutdown = shared.shutdown.clone();
+    let mut backoff = Duration::from_millis(20);
+    let mut reconnect = false;
+    loop {
+        let connect = tokio::time::timeout(shared.config.connect_timeout, shared.redis.get_async_pubsub());
+        let pubsub = tokio::select! {
+            r = connect => r,
+            _ = shutdown.changed() => return,
+        };
+        let (mut sink, mut stream) = match pubsub {
+            Ok(Ok(p)) => p.split(),
+            other => {
+                if let Ok(Err(e)) = other {
+                    tracing::debug!(error = %e, "pub/sub connection failed; retrying");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(20);
+        let wanted: Vec<Vec<u8>> = {
+            let state = shared.state.lock().unwrap();
+            state.channels.iter().filter(|(_, c)| !c.waiters.is_empty()).map(|(k, _)| k.clone()).collect()
+        };
+        if !wanted.is_empty() && sink.subscribe(&wanted).await.is_err() {
+            continue;
+        }
+        {
+            let state = shared.state.lock().unwrap();
+            for name in &wanted {
+                if let Some(c) = state.channels.get(name) {
+                    c.subscribed.send_replace(true);
+                }
+            }
+            if reconnect {
+                tracing::debug!("pub/sub reconnected; waking every waiter to retry");
+                state.channels.values().for_each(Channel::wake_all);
+            }
+        }
+        reconnect = true;
+        loop {
+            tokio::select! {
+                msg = stream.next() => match msg {
+                    Some(msg) => dispatch(&shared, &msg),
+                    None => break,
+                },
+                Some(name) = reconcile.recv() => {
+                    if apply(&shared, &mut sink, name).await.is_err() {
+                        break;
+                    }
+                }
+                _ = shutdown.changed() => return,
+            }
+        }
+        tracing::debug!("pub/sub connection lost; reconnecting");
+        let state = shared.state.lock().unwrap();
+        state.channels.values().for_each(|c| {
+            c.subscribed.send_replace(false);
+        });
+    }
+}
+
+fn dispatch(shared: &Shared, msg: &redis::Msg) {
+    let Ok(name) = msg.get_channel::<Vec<u8>>() else { return };
+    let state = shared.state.lock().unwrap();
+    let Some(channel) = state.channels.get(&name) else { return };
+    match msg.get_payload_bytes() {
+        b"0" => channel.wake_one(),
+        b"1" => channel.wake_all(),
+        _ => {}
+    }
+}
+
+/// Brings one channel's subscription in line with its waiters.
+async fn apply(shared: &Shared, sink: &mut redis::aio::PubSubSink, name: Vec<u8>) -> redis::RedisResult<()> {
+    let (wanted, subscribed) = {
+        let state = shared.state.lock().unwrap();
+        match state.channels.get(&name) {
+            Some(c) => (!c.waiters.is_empty(), *c.subscribed.borrow()),
+            None => return Ok(()),
+        }
+    };
+    if wanted && !subscribed {
+        sink.subscribe(&name).await?;
+        let state = shared.state.lock().unwrap();
+        if let Some(c) = state.channels.get(&name) {
+            c.subscribed.send_replace(true);
+            if c.waiters.is_empty() {
+                // Everyone left while subscribing: undo on the next pass.
+                if let Some(tx) = &state.reconcile {
+                    let _ = tx.send(name.clone());
+                }
+            }
+        }
+    } else if !wanted {
+        if subscribed {
+            sink.unsubscribe(&name).await?;
+        }
+        let mut state = shared.state.lock().unwrap();
+        if state.channels.get(&name).is_some_and(|c| c.waiters.is_empty()) {
+            state.channels.remove(&name);
+        } else if let Some(c) = state.channels.get(&name) {
+            // A waiter arrived meanwhile: subscribe again on the next pass.
+            c.subscribed.send_replace(false);
+            if let Some(tx) = &state.reconcile {
+                let _ = tx.send(name.clone());
+            }
+        }
+    }
+    Ok(())
+}

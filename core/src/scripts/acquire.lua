@@ -1,0 +1,14 @@
+-- Redisson RLock acquire (and RFencedLock when a token key is given).
+-- KEYS[1] lock hash, KEYS[2] (optional) fencing-token counter
+-- ARGV[1] lease in ms, ARGV[2] owner field "<client-id>:<holder-id>"
+-- Reply: {1, hold count, token or 0} when acquired, {0, pttl} when held by another owner.
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  local token = 0
+  if #KEYS > 1 then
+    token = redis.call('incr', KEYS[2])
+  end
+  return {1, count, token}
+end
+return {0, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,28 @@
+-- Redisson RLock release, idempotent per request id through the unlock latch.
+-- KEYS[1] lock hash, KEYS[2] lock channel, KEYS[3] unlock latch of this request
+-- ARGV[1] owner field, ARGV[2] lease in ms (kept while still held),
+-- ARGV[3] 'publish' or 'spublish', ARGV[4] latch TTL in ms,
+-- ARGV[5] levels to release: a positive number, or 'all'
+-- Reply: nil = not the owner, 0 = still held, 1 = released (and one waiter woken).
+local first = redis.call('get', KEYS[3])
+if first then
+  return tonumber(first)
+end
+if not redis.call('hget', KEYS[1], ARGV[1]) then
+  return nil
+end
+local left = 0
+if ARGV[5] ~= 'all' then
+  left = redis.call('hincrby', KEYS[1], ARGV[1], -tonumber(ARGV[5]))
+end
+if left > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+local publish = 'publish'
+if ARGV[3] == 'spublish' then publish = 'spublish' end
+redis.call(publish, KEYS[2], 0)
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1

@@ -1,0 +1,109 @@
+//! One watchdog per client: every watchdog_timeout / 3 it renews all holds taken
+//! without an explicit lease, at most 100 per script call, all calls in flight at once.
+//! A renewal that finds the owner field gone marks the hold lost; a hold that cannot
+//! be renewed is marked lost by its own deadline timer (see holder.rs).
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::client::ClientInner;
+use crate::holder::Holder;
+use crate::scripts;
+
+/// Holds per renewal script call.
+pub const BATCH: usize = 100;
+
+/// What one renewal round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenewalReport {
+    /// Holds renewed.
+    pub renewed: usize,
+    /// Holds found lost (owner field gone).
+    pub lost: usize,
+    /// Holds whose renewal call failed (retried next round; lost at their deadline).
+    pub failed: usize,
+    /// Script calls made.
+    pub script_calls: usize,
+    /// Wall time of the round.
+    pub duration: Duration,
+}
+
+pub(crate) async fn run(client: Weak<ClientInner>, mut shutdown: watch::Receiver<bool>) {
+    let interval = match client.upgrade() {
+        Some(c) => c.config.renew_interval(),
+        None => return,
+    };
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let Some(c) = client.upgrade() else { return };
+        if c.is_shut_down() {
+            return;
+        }
+        let report = renew_all(&c).await;
+        if report.failed > 0 {
+            tracing::warn!(failed = report.failed, "watchdog could not renew some locks; retrying next round");
+        }
+    }
+}
+
+pub(crate) async fn renew_all(client: &ClientInner) -> RenewalReport {
+    let started = Instant::now();
+    let holds: Vec<(Arc<Holder>, u64)> = client
+        .held_holders()
+        .into_iter()
+        .filter_map(|h| h.renewable().map(|generation| (h, generation)))
+        .collect();
+    let calls = holds.chunks(BATCH).map(|batch| renew_batch(client, batch));
+    let mut report = RenewalReport::default();
+    for part in futures_util::future::join_all(calls).await {
+        report.renewed += part.renewed;
+        report.lost += part.lost;
+        report.failed += part.failed;
+        report.script_calls += part.script_calls;
+    }
+    report.duration = started.elapsed();
+    report
+}
+
+async fn renew_batch(client: &ClientInner, batch: &[(Arc<Holder>, u64)]) -> RenewalReport {
+    let mut report = RenewalReport { script_calls: 1, ..RenewalReport::default() };
+    let Ok(mut conn) = client.conn() else { return report };
+    let mut call = scripts::RENEW.prepare_invoke();
+    call.arg(client.config.watchdog_ms());
+    for (holder, _) in batch {
+        call.key(&holder.keys.name).arg(&holder.owner);
+    }
+    let sent_at = Instant::now();
+    // Never wait past the next round: a stuck call must not delay loss detection.
+    let result = tokio::time::timeout(client.config.renew_interval(), call.invoke_async::<Vec<i64>>(&mut conn)).await;
+    match result {
+        Ok(Ok(flags)) if flags.len() == batch.len() => {
+            for ((holder, generation), flag) in batch.iter().zip(flags) {
+                if flag == 1 {
+                    holder.renewed(*generation, sent_at);
+                    report.renewed += 1;
+                } else {
+                    holder.mark_lost(*generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)");
+                    report.lost += 1;
+                }
+            }
+        }
+        Ok(Ok(flags)) => {
+            tracing::error!(expected = batch.len(), got = flags.len(), "unexpected renewal reply");
+            report.failed = batch.len();
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "renewal call failed");
+            report.failed = batch.len();
+        }
+        Err(_) => report.failed = batch.len(),
+    }
+    report
+}

@@ -1,0 +1,333 @@
+//! Wire protocol, reentrancy, ownership, fencing and input errors, seen from a
+//! raw connection to a real redis-server.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use ferrolock::{AcquireOptions, ErrorKind, LockOptions, Released};
+use redis::AsyncCommands;
+
+#[tokio::test]
+async fn layout_matches_redisson() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    for name in ["orders:42", "{tag}orders"] {
+        let lock = client.lock(name).unwrap();
+        let guard = lock.acquire().await.unwrap();
+        let fields: HashMap<String, i64> = raw.hgetall(name).await.unwrap();
+        assert_eq!(fields, HashMap::from([(lock.owner().to_string(), 1)]));
+        assert!(lock.owner().starts_with(&format!("{}:", client.id())));
+        let pttl: i64 = raw.pttl(name).await.unwrap();
+        assert!(pttl > 2000 && pttl <= 3000, "watchdog lease is the PTTL, got {pttl}");
+
+        // A waiter subscribes to Redisson's channel for this name.
+        let channel = if name.contains('{') {
+            format!("redisson_lock__channel:{name}")
+        } else {
+            format!("redisson_lock__channel:{{{name}}}")
+        };
+        let waiter_lock = client.lock(name).unwrap();
+        let waiting = tokio::spawn(async move { waiter_lock.acquire().await.map(|g| (waiter_lock.clone(), g.into_hold())) });
+        eventually(Duration::from_secs(5), "waiter subscribed", || {
+            let mut raw = raw.clone();
+            let channel = channel.clone();
+            async move { numsub(&mut raw, &channel).await == 1 }
+        })
+        .await;
+        let channels: Vec<String> = redis::cmd("PUBSUB").arg("CHANNELS").query_async(&mut raw).await.unwrap();
+        assert_eq!(channels, vec![channel.clone()]);
+        guard.release().await.unwrap();
+        // The waiter's handle still holds it.
+        let (_waiter_lock, _hold) = waiting.await.unwrap().unwrap();
+        let other = client.lock(name).unwrap();
+        assert!(other.is_locked().await.unwrap());
+        other.force_unlock().await.unwrap();
+        eventually(Duration::from_secs(5), "channel unsubscribed", || {
+            let mut raw = raw.clone();
+            let channel = channel.clone();
+            async move { numsub(&mut raw, &channel).await == 0 }
+        })
+        .await;
+    }
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn reentrancy_to_depth_ten_and_one_release_too_many() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let lock = client.lock("reentrant").unwrap();
+    let mut holds = Vec::new();
+    for depth in 1..=10u32 {
+        let hold = lock.acquire_hold(AcquireOptions::wait(Duration::ZERO)).await.unwrap().expect("re-entry never waits");
+        assert_eq!(hold.hold_count(), depth);
+        holds.push(hold);
+    }
+    let count: i64 = raw.hget("reentrant", lock.owner()).await.unwrap();
+    assert_eq!(count, 10);
+    assert_eq!(lock.hold_count().await.unwrap(), 10);
+    for left in (1..10u32).rev() {
+        assert_eq!(lock.release().await.unwrap(), Released::StillHeld(left));
+    }
+    assert_eq!(lock.release().await.unwrap(), Released::Unlocked);
+    assert!(!lock.is_locked().await.unwrap());
+    let err = lock.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotOwner);
+    assert!(err.message().contains("reentrant"), "message names the lock: {err}");
+    assert!(!holds[0].is_lost());
+    // Clones of a handle are the same holder.
+    let guard = lock.acquire().await.unwrap();
+    let clone = lock.clone();
+    assert_eq!(clone.try_acquire().await.unwrap().unwrap().into_hold().hold_count(), 2);
+    clone.release().await.unwrap();
+    guard.release().await.unwrap();
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn other_holders_cannot_release_or_enter() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let a = client(&server.url(), 3000).await;
+    let b = client(&server.url(), 3000).await;
+    let mine = a.lock("shared").unwrap();
+    let _guard = mine.acquire().await.unwrap();
+    for other in [a.lock("shared").unwrap(), b.lock("shared").unwrap()] {
+        assert!(other.try_acquire().await.unwrap().is_none());
+        assert_eq!(other.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
+        assert!(other.is_locked().await.unwrap());
+        assert!(!other.is_held().await.unwrap());
+    }
+    let fields: HashMap<String, i64> = raw.hgetall("shared").await.unwrap();
+    assert_eq!(fields, HashMap::from([(mine.owner().to_string(), 1)]), "no side effect");
+    // An explicit holder id of another handle makes it the same holder (hand-over).
+    let same = b.lock_with("shared", LockOptions { owner: Some(mine.owner().to_string()), ..Default::default() }).unwrap();
+    assert!(same.is_held().await.unwrap());
+    // Force unlock from anyone frees it, and the holder is told.
+    assert!(b.lock("shared").unwrap().force_unlock().await.unwrap());
+    assert!(!b.lock("shared").unwrap().force_unlock().await.unwrap());
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn remaining_lease_and_explicit_lease() {
+    let server = RedisServer::start();
+    let client = client(&server.url(), 3000).await;
+    let lock = client.lock("leased").unwrap();
+    assert_eq!(lock.remaining_lease().await.unwrap(), None);
+    let guard = lock.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_secs(60))).await.unwrap().unwrap();
+    let left = lock.remaining_lease().await.unwrap().unwrap();
+    assert!(left > Duration::from_secs(59) && left <= Duration::from_secs(60), "{left:?}");
+    guard.release().await.unwrap();
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn fencing_tokens_strictly_increase_across_holders() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let a = client(&server.url(), 3000).await;
+    let b = client(&server.url(), 3000).await;
+    let mut last = 0;
+    for i in 0..20 {
+        let c = if i % 2 == 0 { &a } else { &b };
+        let lock = c.fenced_lock("fenced").unwrap();
+        let guard = lock.acquire().await.unwrap();
+        let token = guard.token().unwrap();
+        assert!(token > last, "token {token} after {last}");
+        assert_eq!(lock.token(), Some(token));
+        // A re-entry yields its own, newer token.
+        let again = lock.try_acquire().await.unwrap().unwrap().into_hold();
+        assert!(again.token().unwrap() > token);
+        last = again.token().unwrap();
+        lock.release().await.unwrap();
+        guard.release().await.unwrap();
+    }
+    let counter: u64 = raw.get("redisson_lock_token:{fenced}").await.unwrap();
+    assert_eq!(counter, last);
+    // Plain locks have no token.
+    let plain = a.lock("plain").unwrap().acquire().await.unwrap();
+    assert_eq!(plain.token(), None);
+    plain.release().await.unwrap();
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_input_is_invalid_argument() {
+    let server = RedisServer::start();
+    let client = client(&server.url(), 3000).await;
+    let kind = |r: ferrolock::Result<ferrolock::Lock>| r.unwrap_err().kind();
+    assert_eq!(kind(client.lock("")), ErrorKind::InvalidArgument);
+    assert_eq!(kind(client.lock(vec![b'x'; 4097])), ErrorKind::InvalidArgument);
+    assert!(client.lock(vec![b'x'; 4096]).is_ok());
+    assert!(client.lock([0xff, 0xfe, 0]).is_ok(), "names are bytes");
+    assert_eq!(
+        kind(client.lock_with("n", LockOptions { holder_id: Some(1), owner: Some("x".into()), ..Default::default() })),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(kind(client.lock_with("n", LockOptions { owner: Some(String::new()), ..Default::default() })), ErrorKind::InvalidArgument);
+    let lock = client.lock("n").unwrap();
+    for options in [
+        AcquireOptions::wait(Duration::ZERO).with_lease(Duration::ZERO),
+        AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_micros(500)),
+        AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_secs(7 * 86_400 + 1)),
+        AcquireOptions::wait(Duration::from_secs(7 * 86_400 + 1)),
+    ] {
+        let err = lock.acquire_with(options).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{options:?}");
+        assert!(err.message().contains("lease") || err.message().contains("wait"), "{err}");
+    }
+    assert!(!lock.is_locked().await.unwrap(), "nothing was taken");
+    for bad in ["", "http://x", "redis://:pw@[bad", "redis://host\0:1"] {
+        let err = ferrolock::Client::connect(bad).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad}: {err}");
+    }
+    let err = builder(&server.url(), 10).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("watchdog_timeout"), "{err}");
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn wrong_type_key_is_wrong_type() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let _: () = raw.set("a-string", "user data").await.unwrap();
+    let client = client(&server.url(), 3000).await;
+    let lock = client.lock("a-string").unwrap();
+    let kinds = [
+        lock.acquire_with(AcquireOptions::wait(Duration::from_millis(50))).await.map(|_| ()).unwrap_err().kind(),
+        lock.release().await.map(|_| ()).unwrap_err().kind(),
+        lock.is_locked().await.map(|_| ()).unwrap_err().kind(),
+        lock.is_held().await.map(|_| ()).unwrap_err().kind(),
+        lock.remaining_lease().await.map(|_| ()).unwrap_err().kind(),
+        lock.force_unlock().await.map(|_| ()).unwrap_err().kind(),
+    ];
+    assert!(kinds.iter().all(|k| *k == ErrorKind::WrongType), "{kinds:?}");
+    let value: String = raw.get("a-string").await.unwrap();
+    assert_eq!(value, "user data", "the foreign key is untouched");
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn unreachable_server_and_wrong_password_fail_fast() {
+    let port = free_port();
+    let started = std::time::Instant::now();
+    let err = ferrolock::Client::connect(format!("redis://127.0.0.1:{port}")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(err.message().contains(&port.to_string()), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "fails fast");
+
+    let server = RedisServer::start_with(&["--requirepass", "s3cret-pass"]);
+    let err = ferrolock::Client::connect(format!("redis://:wrong-pass-xyz@127.0.0.1:{}", server.port)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(!err.message().contains("wrong-pass-xyz"), "no password in messages: {err}");
+    assert!(err.message().contains("password"), "says what to check: {err}");
+    let ok = ferrolock::Client::connect(format!("redis://:s3cret-pass@127.0.0.1:{}/3", server.port)).await.unwrap();
+    let guard = ok.lock("authed").unwrap().acquire().await.unwrap();
+    guard.release().await.unwrap();
+    ok.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_retried_release_gets_the_first_answer_and_publishes_once() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let client = client(&proxy.url(), 3000).await;
+    let lock = client.lock("latched").unwrap();
+    let guard = lock.acquire().await.unwrap();
+
+    let mut pubsub = redis::Client::open(server.url()).unwrap().get_async_pubsub().await.unwrap();
+    pubsub.subscribe("redisson_lock__channel:{latched}").await.unwrap();
+    // The release runs on the server, then its reply is cut: the client retries with
+    // the same request id and must get "released", with no second publish.
+    proxy.cut_next_reply_to(b"redisson_unlock_latch");
+    assert_eq!(guard.release().await.unwrap(), Released::Unlocked);
+    assert_eq!(proxy.cuts.load(std::sync::atomic::Ordering::SeqCst), 1, "the reply was cut");
+    let _: i64 = raw.publish("redisson_lock__channel:{latched}", "end").await.unwrap();
+    let mut messages = Vec::new();
+    {
+        use futures_util::StreamExt;
+        let mut stream = pubsub.on_message();
+        while let Some(msg) = stream.next().await {
+            let payload: String = msg.get_payload().unwrap();
+            if payload == "end" {
+                break;
+            }
+            messages.push(payload);
+        }
+    }
+    assert_eq!(messages, vec!["0".to_string()], "exactly one release message");
+    client.shutdown().await.unwrap();
+    // Latches are deleted once answered.
+    assert_eq!(keys(&mut raw).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_lost_acquire_reply_is_resolved_by_reading_the_hold() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let client = client(&proxy.url(), 3000).await;
+    let lock = client.fenced_lock("ambiguous").unwrap();
+    proxy.cut_next_reply_to(b"ambiguous");
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(proxy.cuts.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let count: i64 = raw.hget("ambiguous", lock.owner()).await.unwrap();
+    assert_eq!(count, 1, "acquired exactly once");
+    let token: u64 = raw.get("redisson_lock_token:{ambiguous}").await.unwrap();
+    assert_eq!(guard.token(), Some(token));
+    // The same on a re-entry.
+    proxy.cut_next_reply_to(b"ambiguous");
+    let again = lock.try_acquire().await.unwrap().unwrap();
+    let count: i64 = raw.hget("ambiguous", lock.owner()).await.unwrap();
+    assert_eq!(count, 2);
+    again.release().await.unwrap();
+    guard.release().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn scripts_survive_script_flush() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let lock = client.lock("flushed").unwrap();
+    lock.acquire().await.unwrap().release().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    assert_eq!(client.renew_held_locks().await.unwrap().renewed, 1);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    guard.release().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    let _kept = lock.acquire().await.unwrap().into_hold();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_releases_what_it_holds() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let a = client.lock("s1").unwrap();
+    let b = client.fenced_lock("s2").unwrap();
+    let _ga = a.acquire().await.unwrap().into_hold();
+    let _gb = b.acquire().await.unwrap().into_hold();
+    a.try_acquire().await.unwrap().unwrap().into_hold();
+    assert_eq!(client.held_count(), 2);
+    client.shutdown().await.unwrap();
+    assert_eq!(keys(&mut raw).await, vec!["redisson_lock_token:{s2}".to_string()]);
+    assert_eq!(a.acquire().await.unwrap_err().kind(), ErrorKind::Cancelled);
+}
