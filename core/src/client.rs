@@ -29,6 +29,8 @@ pub struct Client {
 
 pub(crate) struct ClientInner {
     pub id: String,
+    /// The process that created the client: its runtime and sockets live there only.
+    pid: u32,
     pub config: Config,
     pub runtime: Handle,
     /// Taken out at shutdown, which closes the connection once in-flight calls end.
@@ -122,6 +124,7 @@ impl Client {
         let (latches, sweeper_task) = LatchSweeper::start(&runtime, conn.clone());
         let inner = Arc::new(ClientInner {
             id: uuid::Uuid::new_v4().to_string(),
+            pid: std::process::id(),
             pubsub: PubSubHub::new(redis_client, config.clone(), runtime.clone(), shutdown.subscribe()),
             config,
             runtime,
@@ -142,6 +145,13 @@ impl Client {
     /// This client's id: a random UUID v4, the first half of every owner field it writes.
     pub fn id(&self) -> &str {
         &self.inner.id
+    }
+
+    /// `Ok` in the process that created this client; after `fork()` the child gets
+    /// `InvalidArgument`, since the client's threads and sockets stayed in the parent.
+    /// Blocking bindings call this before waiting on the client.
+    pub fn check_process(&self) -> Result<()> {
+        self.inner.check_process()
     }
 
     /// The settings this client runs with.
@@ -241,8 +251,18 @@ impl Client {
 }
 
 impl ClientInner {
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() != self.pid {
+            return Err(Error::invalid(
+                "this ferrolock client was created in the parent process before fork(); create a new client in this process",
+            ));
+        }
+        Ok(())
+    }
+
     /// The command connection, or `Cancelled` after shutdown.
     pub fn conn(&self) -> Result<ConnectionManager> {
+        self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
     }
 

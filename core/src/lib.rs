@@ -22,6 +22,7 @@ mod keys;
 mod latch;
 mod lock;
 mod pubsub;
+pub mod runtime;
 mod scripts;
 pub mod validate;
 mod watchdog;
