@@ -113,24 +113,40 @@ impl Lock {
         if client.is_shut_down() {
             return Err(Error::shut_down());
         }
-        // Fast path: uncontended acquisitions cost one round-trip, no subscription.
-        let mut busy = match self.holder.attempt(lease_ms).await? {
-            Attempt::Acquired(pending) => return Ok(Some(pending.take())),
-            Attempt::Busy(ttl) => ttl,
-        };
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
+        let channel = &self.holder.keys.channel;
+        // Inside one client, a new acquirer queues behind the waiters already there
+        // (unless it re-enters) instead of racing the one the last release woke.
+        let queue_behind = self.holder.state.lock().unwrap().count == 0 && client.pubsub.has_waiters(channel);
+        let mut busy = None;
+        if !queue_behind {
+            // Fast path: uncontended acquisitions cost one round-trip, no subscription.
+            match self.holder.attempt(lease_ms).await? {
+                Attempt::Acquired(pending) => return Ok(Some(pending.take())),
+                Attempt::Busy(ttl) => busy = ttl,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
         }
-        let waiter = client.pubsub.waiter(&self.holder.keys.channel).await;
+        let (waiter, queued) = client.pubsub.waiter(channel).await;
         let mut shutdown = client.shutdown.subscribe();
         // Subscribed now: a release from here on reaches us. Try again before waiting,
-        // since the lock may have been released before the subscription.
-        let mut retry_now = true;
+        // since the lock may have been released before the subscription, unless we
+        // queued behind live waiters (the release woke one of them).
+        let mut retry_now = queued.is_none();
+        if let Some(until) = queued {
+            busy = Some(until.saturating_duration_since(Instant::now()));
+        }
         loop {
             if retry_now {
                 match self.holder.attempt(lease_ms).await? {
                     Attempt::Acquired(pending) => return Ok(Some(pending.take())),
-                    Attempt::Busy(ttl) => busy = ttl,
+                    Attempt::Busy(ttl) => {
+                        busy = ttl;
+                        if let Some(ttl) = ttl {
+                            client.pubsub.note_busy(channel, Instant::now() + ttl);
+                        }
+                    }
                 }
             }
             let now = Instant::now();

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio::runtime::Handle;
@@ -39,6 +39,9 @@ struct State {
 
 struct Channel {
     waiters: VecDeque<Arc<Slot>>,
+    /// When the lock was last seen to expire (from a failed attempt): a waiter that
+    /// queues behind others without trying wakes by then at the latest.
+    busy_until: Option<Instant>,
     /// True while subscribed on the current connection.
     subscribed: watch::Sender<bool>,
 }
@@ -58,7 +61,7 @@ impl Slot {
 
 impl Channel {
     fn new() -> Self {
-        Channel { waiters: VecDeque::new(), subscribed: watch::channel(false).0 }
+        Channel { waiters: VecDeque::new(), busy_until: None, subscribed: watch::channel(false).0 }
     }
 
     /// Wakes the first waiter that is not already woken.
@@ -118,12 +121,30 @@ impl PubSubHub {
         PubSubHub { shared: Arc::new(Shared { state: Mutex::new(State::default()), redis, config, runtime, shutdown }) }
     }
 
+    /// True if this client already has waiters on `channel`.
+    pub fn has_waiters(&self, channel: &[u8]) -> bool {
+        let state = self.shared.state.lock().unwrap();
+        state.channels.get(channel).is_some_and(|c| !c.waiters.is_empty())
+    }
+
+    /// Records when the lock behind `channel` will expire unless renewed.
+    pub fn note_busy(&self, channel: &[u8], until: Instant) {
+        let mut state = self.shared.state.lock().unwrap();
+        if let Some(c) = state.channels.get_mut(channel) {
+            c.busy_until = Some(until);
+        }
+    }
+
     /// Registers a waiter on `channel`, subscribing if it is the first, and waits
     /// (bounded by the response timeout) until the subscription is confirmed.
     /// Past that bound the caller still wakes by the lock's TTL.
-    pub async fn waiter(&self, channel: &[u8]) -> Waiter {
+    ///
+    /// Returns `Some(deadline)` when the waiter joined a live subscription behind
+    /// other waiters while the lock was known busy until `deadline`: it may wait for
+    /// its turn without trying first, since the next release wakes the queue in order.
+    pub async fn waiter(&self, channel: &[u8]) -> (Waiter, Option<Instant>) {
         let slot = Arc::new(Slot { woken: AtomicBool::new(false), notify: Notify::new() });
-        let mut subscribed = {
+        let (mut subscribed, queued) = {
             let mut state = self.shared.state.lock().unwrap();
             if state.task.is_none() {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -131,18 +152,22 @@ impl PubSubHub {
                 state.task = Some(self.shared.runtime.spawn(run(self.shared.clone(), rx)));
             }
             let entry = state.channels.entry(channel.to_vec()).or_insert_with(Channel::new);
+            let live = *entry.subscribed.borrow();
+            let queued = entry
+                .busy_until
+                .filter(|until| live && !entry.waiters.is_empty() && *until > Instant::now());
             entry.waiters.push_back(slot.clone());
             let rx = entry.subscribed.subscribe();
-            if !*rx.borrow() {
+            if !live {
                 if let Some(tx) = &state.reconcile {
                     let _ = tx.send(channel.to_vec());
                 }
             }
-            rx
+            (rx, queued)
         };
         let waiter = Waiter { shared: self.shared.clone(), channel: channel.to_vec(), slot };
         let _ = tokio::time::timeout(self.shared.config.response_timeout, subscribed.wait_for(|s| *s)).await;
-        waiter
+        (waiter, queued)
     }
 
     /// Number of channels this client is subscribed to right now.
