@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 ensure_redis_server
 
 echo "== core (Rust)"
-cargo test -p ferrolock --all-targets
+cargo test -p ferrolock

@@ -16,6 +16,9 @@ pub(crate) struct LatchSweeper {
 }
 
 const BATCH: usize = 256;
+/// How long the sweeper gathers latches before one UNLINK: sequential releases
+/// then share a command instead of adding one each.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl LatchSweeper {
     pub fn start(runtime: &Handle, mut conn: ConnectionManager) -> (LatchSweeper, JoinHandle<()>) {
@@ -24,14 +27,15 @@ impl LatchSweeper {
             let mut keys = Vec::with_capacity(BATCH);
             let mut flushes = Vec::new();
             while let Some(job) = rx.recv().await {
+                let gather_until = tokio::time::Instant::now() + GATHER;
                 let mut next = Some(job);
                 while let Some(job) = next.take() {
                     match job {
                         Job::Delete(key) => keys.push(key),
                         Job::Flush(done) => flushes.push(done),
                     }
-                    if keys.len() < BATCH {
-                        next = rx.try_recv().ok();
+                    if keys.len() < BATCH && flushes.is_empty() {
+                        next = tokio::time::timeout_at(gather_until, rx.recv()).await.ok().flatten();
                     }
                 }
                 if !keys.is_empty() {
