@@ -331,3 +331,38 @@ async fn shutdown_releases_what_it_holds() {
     assert_eq!(keys(&mut raw).await, vec!["redisson_lock_token:{s2}".to_string()]);
     assert_eq!(a.acquire().await.unwrap_err().kind(), ErrorKind::Cancelled);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_and_auth_on_every_connection() {
+    let server = RedisServer::start_tls("tls-secret");
+    let url = format!("rediss://:tls-secret@127.0.0.1:{}/#insecure", server.port);
+    let a = ferrolock::Client::connect(url.clone()).await.unwrap();
+    let b = ferrolock::Client::connect(url.clone()).await.unwrap();
+    let held = a.fenced_lock("tls").unwrap().acquire().await.unwrap();
+    // The waiter's pub/sub connection is TLS + AUTH too: it is woken by the release message.
+    let lock = b.fenced_lock("tls").unwrap();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire().await.map(|g| g.into_hold()) }
+    });
+    eventually(Duration::from_secs(5), "waiter subscribed over TLS", || {
+        let n = b.subscribed_channels();
+        async move { n == 1 }
+    })
+    .await;
+    let first = held.token().unwrap();
+    held.release().await.unwrap();
+    let hold = tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by message").unwrap().unwrap();
+    assert!(hold.token().unwrap() > first);
+    lock.release().await.unwrap();
+    // Plain TCP to a TLS port, and a wrong password over TLS, fail fast and clearly.
+    let err = ferrolock::Client::connect(format!("rediss://:nope@127.0.0.1:{}/#insecure", server.port)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(!err.message().contains("nope"), "{err}");
+    let started = std::time::Instant::now();
+    let err = builder(&format!("redis://:tls-secret@127.0.0.1:{}", server.port), 3000).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(started.elapsed() < Duration::from_secs(3), "no hang: {:?}", started.elapsed());
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

@@ -17,6 +17,7 @@ pub struct RedisServer {
     dir: PathBuf,
     child: Option<Child>,
     extra: Vec<String>,
+    tls: bool,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -42,16 +43,44 @@ impl RedisServer {
             dir,
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            tls: false,
         };
+        server.spawn();
+        server
+    }
+
+    /// A server that only speaks TLS (self-signed certificate made with openssl) and needs `password`.
+    pub fn start_tls(password: &str) -> RedisServer {
+        let mut server = RedisServer::start_with(&["--requirepass", password]);
+        server.kill();
+        let status = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .arg("-keyout")
+            .arg(server.dir.join("key.pem"))
+            .arg("-out")
+            .arg(server.dir.join("cert.pem"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl makes the test certificate");
+        assert!(status.success());
+        server.tls = true;
         server.spawn();
         server
     }
 
     fn spawn(&mut self) {
         let mut cmd = Command::new(redis_server_binary());
-        cmd.arg("--port")
-            .arg(self.port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+        if self.tls {
+            cmd.args(["--port", "0", "--tls-port", &self.port.to_string(), "--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(self.dir.join("cert.pem"))
+                .arg("--tls-key-file")
+                .arg(self.dir.join("key.pem"));
+        } else {
+            cmd.arg("--port").arg(self.port.to_string());
+        }
+        cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(&self.dir)
             .args(&self.extra)
