@@ -317,7 +317,8 @@ impl Holder {
                 st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
                 return Err(st.lost_error.clone().unwrap_or_else(|| self.lost_error("it was lost")));
             }
-            st.lease_ms.max(1)
+            // A holder that never acquired here (a hand-over) does not know the lease: keep the TTL.
+            if st.count == 0 { 0 } else { st.lease_ms }
         };
         let request_id = uuid::Uuid::new_v4().simple().to_string();
         let reply = self.run_release(&request_id, lease_ms, all).await?;

@@ -105,9 +105,15 @@ async fn other_holders_cannot_release_or_enter() {
     }
     let fields: HashMap<String, i64> = raw.hgetall("shared").await.unwrap();
     assert_eq!(fields, HashMap::from([(mine.owner().to_string(), 1)]), "no side effect");
-    // An explicit holder id of another handle makes it the same holder (hand-over).
+    // An explicit owner field of another client's handle makes it the same holder (hand-over):
+    // it may release a level without shortening the lease it does not know.
+    mine.try_acquire().await.unwrap().unwrap().into_hold();
     let same = b.lock_with("shared", LockOptions { owner: Some(mine.owner().to_string()), ..Default::default() }).unwrap();
     assert!(same.is_held().await.unwrap());
+    assert_eq!(same.release().await.unwrap(), Released::StillHeld(0));
+    let pttl: i64 = raw.pttl("shared").await.unwrap();
+    assert!(pttl > 2000, "lease kept: {pttl}");
+    assert_eq!(mine.hold_count().await.unwrap(), 1);
     // Force unlock from anyone frees it, and the holder is told.
     assert!(b.lock("shared").unwrap().force_unlock().await.unwrap());
     assert!(!b.lock("shared").unwrap().force_unlock().await.unwrap());

@@ -1,6 +1,6 @@
 -- Redisson RLock release, idempotent per request id through the unlock latch.
 -- KEYS[1] lock hash, KEYS[2] lock channel, KEYS[3] unlock latch of this request
--- ARGV[1] owner field, ARGV[2] lease in ms (kept while still held),
+-- ARGV[1] owner field, ARGV[2] lease in ms while still held (0: keep the current TTL),
 -- ARGV[3] 'publish' or 'spublish', ARGV[4] latch TTL in ms,
 -- ARGV[5] levels to release: a positive number, or 'all'
 -- Reply: nil = not the owner, 0 = still held, 1 = released (and one waiter woken).
@@ -16,7 +16,9 @@ if ARGV[5] ~= 'all' then
   left = redis.call('hincrby', KEYS[1], ARGV[1], -tonumber(ARGV[5]))
 end
 if left > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
+  if ARGV[2] ~= '0' then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+  end
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
 end
