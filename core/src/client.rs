@@ -39,12 +39,15 @@ pub(crate) struct ClientInner {
     pub latches: LatchSweeper,
     pub shutdown: watch::Sender<bool>,
     next_holder: AtomicU64,
-    /// Every live holder, by (name, owner, fenced): handles for the same holder share state.
-    holders: Mutex<HashMap<(Vec<u8>, String, bool), Weak<Holder>>>,
+    /// Every live holder: handles for the same holder share state.
+    holders: Mutex<HashMap<HolderKey, Weak<Holder>>>,
     /// Holders that currently hold their lock: renewed by the watchdog, released at shutdown.
     held: Mutex<HashMap<u64, Weak<Holder>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
+
+/// (lock name, owner field, fenced)
+type HolderKey = (Vec<u8>, String, bool);
 
 impl Drop for ClientInner {
     fn drop(&mut self) {

@@ -188,15 +188,26 @@ impl Holder {
         })
     }
 
-    /// One acquire attempt, run detached from the caller (see the module comment).
-    pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
-        let op = self.op.clone().lock_owned().await;
+    /// Runs `op` in a task of its own that holds the operation mutex, so it completes
+    /// and updates the local state even if the caller goes away (see the module comment).
+    async fn detached<T, F, Fut>(self: &Arc<Self>, what: &str, op: F) -> Result<T>
+    where
+        F: FnOnce(Arc<Holder>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let guard = self.op.clone().lock_owned().await;
         let this = self.clone();
         let task = self.client.runtime.spawn(async move {
-            let _op = op;
-            this.acquire_once(lease_ms).await
+            let _guard = guard;
+            op(this).await
         });
-        task.await.map_err(|e| Error::internal(format!("acquire task failed: {e}")))?
+        task.await.map_err(|e| Error::internal(format!("{what} task failed: {e}")))?
+    }
+
+    /// One acquire attempt.
+    pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
+        self.detached("acquire", move |h| async move { h.acquire_once(lease_ms).await }).await
     }
 
     async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
@@ -297,13 +308,7 @@ impl Holder {
     /// Releases one level (or all), idempotently: retries after a lost reply reuse
     /// the request id, so the unlock latch answers them with the first answer.
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
-        let op = self.op.clone().lock_owned().await;
-        let this = self.clone();
-        let task = self.client.runtime.spawn(async move {
-            let _op = op;
-            this.release_once(all).await
-        });
-        task.await.map_err(|e| Error::internal(format!("release task failed: {e}")))?
+        self.detached("release", move |h| async move { h.release_once(all).await }).await
     }
 
     pub async fn release_all(self: &Arc<Self>) -> Result<Released> {
