@@ -44,6 +44,8 @@ pub(crate) struct ClientInner {
     /// Holders that currently hold their lock: renewed by the watchdog, released at shutdown.
     held: Mutex<HashMap<u64, Weak<Holder>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Releases of holds whose last handle was dropped; shutdown waits for them.
+    orphans: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// (lock name, owner field, fenced)
@@ -98,10 +100,11 @@ impl Client {
         let probe_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
             .set_response_timeout(Some(config.response_timeout));
-        let probe = tokio::time::timeout(
-            config.connect_timeout + config.response_timeout,
-            redis_client.get_multiplexed_async_connection_with_config(&probe_config),
-        )
+        // The PING also catches a server that wants a password the URL does not give.
+        let probe = tokio::time::timeout(config.connect_timeout + config.response_timeout, async {
+            let mut conn = redis_client.get_multiplexed_async_connection_with_config(&probe_config).await?;
+            redis::cmd("PING").query_async::<()>(&mut conn).await
+        })
         .await;
         match probe {
             Err(_) => {
@@ -138,6 +141,7 @@ impl Client {
             holders: Mutex::new(HashMap::new()),
             held: Mutex::new(HashMap::new()),
             tasks: Mutex::new(vec![sweeper_task]),
+            orphans: Mutex::new(Vec::new()),
         });
         let wd = inner.runtime.spawn(watchdog::run(Arc::downgrade(&inner), inner.shutdown.subscribe()));
         inner.tasks.lock().unwrap().push(wd);
@@ -242,12 +246,20 @@ impl Client {
             let _ = tokio::time::timeout(h.client.config.response_timeout * 2, h.release_all()).await;
         });
         futures_util::future::join_all(releases).await;
+        // Taking the connection under the orphans lock: every orphan release either
+        // started with a connection of its own (and is awaited here) or saw none.
+        let conn = {
+            let _orphans = self.inner.orphans.lock().unwrap();
+            self.inner.conn.write().unwrap().take()
+        };
+        let orphans = std::mem::take(&mut *self.inner.orphans.lock().unwrap());
+        let _ = tokio::time::timeout(self.inner.config.response_timeout * 2, futures_util::future::join_all(orphans)).await;
         let _ = tokio::time::timeout(self.inner.config.response_timeout, self.inner.latches.flush()).await;
         for task in std::mem::take(&mut *self.inner.tasks.lock().unwrap()) {
             task.abort();
         }
         self.inner.pubsub.stop();
-        self.inner.conn.write().unwrap().take();
+        drop(conn);
         tracing::debug!(client = %self.inner.id, "ferrolock client shut down");
         Ok(())
     }
@@ -267,6 +279,18 @@ impl ClientInner {
     pub fn conn(&self) -> Result<ConnectionManager> {
         self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
+    }
+
+    /// Starts a best-effort release for a holder that is being dropped while holding.
+    pub fn spawn_orphan_release<F, Fut>(&self, release: F)
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let mut orphans = self.orphans.lock().unwrap();
+        let Some(conn) = self.conn.read().unwrap().clone() else { return };
+        orphans.retain(|t| !t.is_finished());
+        orphans.push(self.runtime.spawn(release(conn)));
     }
 
     pub fn is_shut_down(&self) -> bool {

@@ -358,37 +358,8 @@ impl Holder {
     }
 
     async fn run_release(&self, request_id: &str, lease_ms: u64, all: bool) -> Result<Option<i64>> {
-        let mut conn = self.client.conn()?;
-        let latch = self.keys.latch(request_id);
-        let window = self.client.config.retry_window;
-        let levels = if all { "all".to_string() } else { "1".to_string() };
-        let started = Instant::now();
-        let mut delay = Duration::from_millis(10);
-        let reply = loop {
-            let result = scripts::RELEASE
-                .key(&self.keys.name)
-                .key(&self.keys.channel)
-                .key(&latch)
-                .arg(&self.owner)
-                .arg(lease_ms)
-                .arg(scripts::PUBLISH)
-                .arg(window.as_millis() as u64)
-                .arg(&levels)
-                .invoke_async::<Option<i64>>(&mut conn)
-                .await;
-            match result {
-                Ok(reply) => break reply,
-                Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
-                    tracing::debug!(lock = %self.keys.display, error = %e, "release reply lost; retrying with the same request id");
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_millis(500));
-                }
-                Err(e) => return Err(Error::from_redis(&e, &self.context("releasing"))),
-            }
-        };
-        // The latch only answers retries of this call, which are over now.
-        self.client.latches.remove_later(latch);
-        Ok(reply)
+        let conn = self.client.conn()?;
+        release_script(&self.client, conn, &self.keys, &self.owner, request_id, lease_ms, all).await
     }
 
     /// The hold is over (released): stop its deadline timer and renewals.
@@ -453,7 +424,7 @@ impl Drop for Holder {
     fn drop(&mut self) {
         self.client.forget_holder(&self.keys.name, &self.owner, self.fenced);
         let st = self.state.get_mut().unwrap();
-        if st.count == 0 || self.client.is_shut_down() {
+        if st.count == 0 {
             return;
         }
         // The last handle went away while holding: nobody could release it any more.
@@ -461,16 +432,56 @@ impl Drop for Holder {
             task.abort();
         }
         self.client.unregister_held(self.uid);
-        let (client, keys, owner, fenced) = (self.client.clone(), self.keys.clone(), self.owner.clone(), self.fenced);
+        let (client, keys, owner) = (self.client.clone(), self.keys.clone(), self.owner.clone());
         tracing::debug!(lock = %keys.display, "last handle dropped while holding; releasing");
-        self.client.runtime.spawn(async move {
-            let orphan = Holder::new(client, &keys.name, owner, fenced);
-            orphan.state.lock().unwrap().count = 1;
-            let _ = orphan.release_all().await;
-            // Best effort only: whatever happened, this orphan must not try again on drop.
-            orphan.state.lock().unwrap().count = 0;
+        self.client.spawn_orphan_release(move |conn| async move {
+            let request_id = uuid::Uuid::new_v4().simple().to_string();
+            let _ = release_script(&client, conn, &keys, &owner, &request_id, 0, true).await;
         });
     }
+}
+
+/// Runs the release script, retrying after a lost reply with the same request id
+/// until the retry window closes; then queues the latch for deletion.
+async fn release_script(
+    client: &ClientInner,
+    mut conn: ConnectionManager,
+    keys: &LockKeys,
+    owner: &str,
+    request_id: &str,
+    lease_ms: u64,
+    all: bool,
+) -> Result<Option<i64>> {
+    let latch = keys.latch(request_id);
+    let window = client.config.retry_window;
+    let levels = if all { "all" } else { "1" };
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(10);
+    let reply = loop {
+        let result = scripts::RELEASE
+            .key(&keys.name)
+            .key(&keys.channel)
+            .key(&latch)
+            .arg(owner)
+            .arg(lease_ms)
+            .arg(scripts::PUBLISH)
+            .arg(window.as_millis() as u64)
+            .arg(levels)
+            .invoke_async::<Option<i64>>(&mut conn)
+            .await;
+        match result {
+            Ok(reply) => break reply,
+            Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
+                tracing::debug!(lock = %keys.display, error = %e, "release reply lost; retrying with the same request id");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(500));
+            }
+            Err(e) => return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", keys.display))),
+        }
+    };
+    // The latch only answers retries of this call, which are over now.
+    client.latches.remove_later(latch);
+    Ok(reply)
 }
 
 /// Marks the hold lost when its local deadline passes without a renewal.

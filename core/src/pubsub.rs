@@ -166,7 +166,11 @@ impl PubSubHub {
             (rx, queued)
         };
         let waiter = Waiter { shared: self.shared.clone(), channel: channel.to_vec(), slot };
-        let _ = tokio::time::timeout(self.shared.config.response_timeout, subscribed.wait_for(|s| *s)).await;
+        let mut shutdown = self.shared.shutdown.clone();
+        tokio::select! {
+            _ = tokio::time::timeout(self.shared.config.response_timeout, subscribed.wait_for(|s| *s)) => {}
+            _ = shutdown.wait_for(|down| *down) => {}
+        }
         (waiter, queued)
     }
 

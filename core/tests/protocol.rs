@@ -217,6 +217,11 @@ async fn wrong_type_key_is_wrong_type() {
         lock.force_unlock().await.map(|_| ()).unwrap_err().kind(),
     ];
     assert!(kinds.iter().all(|k| *k == ErrorKind::WrongType), "{kinds:?}");
+    // A broken fencing counter fails the acquire before it writes a hold.
+    let _: () = raw.set("redisson_lock_token:{fenced-broken}", "not a number").await.unwrap();
+    let fenced = client.fenced_lock("fenced-broken").unwrap();
+    assert!(fenced.try_acquire().await.is_err());
+    assert!(!fenced.is_locked().await.unwrap(), "no orphaned hold");
     let value: String = raw.get("a-string").await.unwrap();
     assert_eq!(value, "user data", "the foreign key is untouched");
     client.shutdown().await.unwrap();
@@ -236,6 +241,8 @@ async fn unreachable_server_and_wrong_password_fail_fast() {
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(!err.message().contains("wrong-pass-xyz"), "no password in messages: {err}");
     assert!(err.message().contains("password"), "says what to check: {err}");
+    let err = ferrolock::Client::connect(server.url()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "a missing password fails at connect");
     let ok = ferrolock::Client::connect(format!("redis://:s3cret-pass@127.0.0.1:{}/3", server.port)).await.unwrap();
     let guard = ok.lock("authed").unwrap().acquire().await.unwrap();
     guard.release().await.unwrap();
@@ -371,4 +378,18 @@ async fn tls_and_auth_on_every_connection() {
     assert!(started.elapsed() < Duration::from_secs(3), "no hang: {:?}", started.elapsed());
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_handle_while_holding_releases_even_right_before_shutdown() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    {
+        let lock = client.lock("dropped").unwrap();
+        let _hold = lock.acquire().await.unwrap().into_hold();
+        lock.try_acquire().await.unwrap().unwrap().into_hold();
+    } // the only handle goes away while holding two levels
+    client.shutdown().await.unwrap(); // waits for that release
+    assert_eq!(keys(&mut raw).await, Vec::<String>::new());
 }

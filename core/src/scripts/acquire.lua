@@ -3,12 +3,13 @@
 -- ARGV[1] lease in ms, ARGV[2] owner field "<client-id>:<holder-id>"
 -- Reply: {1, hold count, token or 0} when acquired, {0, pttl} when held by another owner.
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  -- The token first: if the counter is broken the script fails before it writes the hold.
   local token = 0
   if #KEYS > 1 then
     token = redis.call('incr', KEYS[2])
   end
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   return {1, count, token}
 end
 return {0, redis.call('pttl', KEYS[1])}

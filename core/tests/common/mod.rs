@@ -69,7 +69,7 @@ impl RedisServer {
         server
     }
 
-    fn spawn(&mut self) {
+    fn command(&self) -> Command {
         let mut cmd = Command::new(redis_server_binary());
         if self.tls {
             cmd.args(["--port", "0", "--tls-port", &self.port.to_string(), "--tls-auth-clients", "no"])
@@ -86,12 +86,61 @@ impl RedisServer {
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        self.child = Some(cmd.spawn().expect("start redis-server (is it installed? the README's test command installs it)"));
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = self.command();
+        let mut child = cmd.spawn().expect("start redis-server (is it installed? the README's test command installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start on port {}", self.port);
+        // Ready when the server on the port reports our child's pid: another process may own the port.
+        loop {
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                assert!(Instant::now() < deadline, "redis-server did not start");
+                if self.tls {
+                    panic!("TLS redis-server exited at start (port {} taken?)", self.port);
+                }
+                self.port = free_port(); // lost a race for the port: try another
+                cmd = self.command();
+                child = cmd.spawn().unwrap();
+                continue;
+            }
+            if self.reports_pid(child.id()) && child.try_wait().unwrap().is_none() {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(5));
         }
+        self.child = Some(child);
+    }
+
+    fn reports_pid(&self, pid: u32) -> bool {
+        if self.tls {
+            // No TLS client here: a live child with a listening port is ours.
+            return std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok();
+        }
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        if s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").is_err() {
+            return false;
+        }
+        let mut buf = vec![0u8; 8192];
+        let mut got = Vec::new();
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if got.starts_with(b"-") || (String::from_utf8_lossy(&got).contains("process_id:") && got.ends_with(b"\r\n\r\n")) {
+                break;
+            }
+        }
+        let reply = String::from_utf8_lossy(&got);
+        if reply.starts_with("-NOAUTH") {
+            // A password-protected server that answers: ours if our child is still alive.
+            return true;
+        }
+        reply.contains(&format!("process_id:{pid}\r\n"))
     }
 
     pub fn url(&self) -> String {
