@@ -1,14 +1,25 @@
 # Shared set-up for the project's scripts: sourced, not run.
 
-# Installs redis-server from Debian's packages when it is missing (needs root or sudo).
-ensure_redis_server() {
-  command -v redis-server >/dev/null 2>&1 && return 0
-  echo "redis-server not found; installing it from Debian's packages" >&2
+# Installs the Debian packages whose commands are missing (needs root or sudo).
+# Arguments: command:package pairs.
+ensure_commands() {
+  local missing=() pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair##*:}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing from Debian's packages: ${missing[*]}" >&2
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
-  command -v redis-server >/dev/null 2>&1 || { echo "could not install redis-server" >&2; exit 1; }
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || { echo "could not install ${pair##*:}" >&2; exit 1; }
+  done
+}
+
+ensure_redis_server() {
+  ensure_commands redis-server:redis-server redis-cli:redis-tools
 }
 
 # Starts a throw-away redis-server on a free loopback port; sets REDIS_PORT and

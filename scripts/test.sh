@@ -5,6 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_redis_server
+ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm
 
 echo "== core (Rust)"
 cargo test -p ferrolock
+
+echo "== C binding"
+bash bindings-c/test.sh
+
+echo "== Python binding"
+bash bindings-python/test.sh
+
+echo "== Node binding"
+bash bindings-node/test.sh

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Tests of the C binding (issue 5), from a fresh clone: builds libferrolock (debug),
+# checks the committed header is what cbindgen generates, installs into a temp
+# PREFIX, compiles the header as C11 and C++, runs the C test programs under
+# AddressSanitizer + UndefinedBehaviorSanitizer (each starts its own redis-server),
+# one under valgrind memcheck, and builds + runs examples/legacy_job.c through
+# pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config on PATH.
+#
+#   bash bindings-c/test.sh          # last line: "N passed, 0 failed"
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BUILD=$CARGO_TARGET_DIR/ferrolock-c-tests
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ferrolock-c-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$BUILD"
+
+missing=()
+for tool in cargo gcc g++ cc redis-server valgrind pkg-config make timeout; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if ((${#missing[@]})); then
+    echo "bindings-c/test.sh: missing tools: ${missing[*]}" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+passed=0
+failed=0
+failed_names=()
+
+# check NAME CMD...: runs CMD in a subshell (with errexit in force: it would be
+# ignored inside an `if`) and its output in a log; prints the log's last line on
+# success, the log's tail on failure.
+check() {
+    local name=$1
+    shift
+    local log="$WORK/$name.log"
+    local start=$SECONDS
+    ("$@") >"$log" 2>&1 &
+    if wait $!; then
+        passed=$((passed + 1))
+        printf 'ok   %-22s %3ss  %s\n' "$name" $((SECONDS - start)) "$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)"
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        printf 'FAIL %-22s %3ss\n' "$name" $((SECONDS - start))
+        tail -n 60 "$log" | sed 's/^/    /'
+        return 1
+    fi
+}
+
+finish() {
+    if ((failed)); then
+        echo "failed: ${failed_names[*]}"
+    fi
+    echo "$passed passed, $failed failed"
+    ((failed == 0))
+}
+
+CARGO_NICE=(nice -n 10)
+
+# 1. Build, generating the header into a temp file on the way (build.rs + cbindgen).
+build_lib() {
+    cd "$ROOT"
+    FERROLOCK_C_HEADER="$WORK/ferrolock.h" "${CARGO_NICE[@]}" cargo build -p ferrolock-c --features generate-header
+}
+if ! check build build_lib; then finish; exit 1; fi
+
+header_up_to_date() {
+    if cmp "$WORK/ferrolock.h" "$HERE/include/ferrolock.h"; then
+        echo "include/ferrolock.h matches cbindgen's output"
+    else
+        diff -u "$HERE/include/ferrolock.h" "$WORK/ferrolock.h" | head -n 40
+        echo "include/ferrolock.h is stale: run make -C bindings-c header and commit it"
+        return 1
+    fi
+}
+check header-up-to-date header_up_to_date || true
+
+# 2. The Rust side's own checks (a panic becomes FERROLOCK_ERR_INTERNAL).
+rust_unit_tests() {
+    cd "$ROOT"
+    "${CARGO_NICE[@]}" cargo test -p ferrolock-c --lib
+}
+check rust-unit-tests rust_unit_tests || true
+
+# 3. Install into a temp PREFIX (debug build, to reuse the compiled crates).
+PREFIX="$WORK/prefix"
+install_step() {
+    "${CARGO_NICE[@]}" make -C "$HERE" install PREFIX="$PREFIX" PROFILE=debug
+    test -f "$PREFIX/include/ferrolock.h" && test -f "$PREFIX/lib/libferrolock.so" &&
+        test -f "$PREFIX/lib/libferrolock.a" && test -f "$PREFIX/lib/pkgconfig/ferrolock.pc"
+    PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --modversion ferrolock
+}
+if ! check install install_step; then finish; exit 1; fi
+LIBDIR="$PREFIX/lib"
+INC="$PREFIX/include"
+STRICT=(-Wall -Wextra -Werror -pedantic)
+
+# 4. The header as C11 and as C++.
+header_c11() {
+    gcc -std=c11 "${STRICT[@]}" -I"$INC" -c "$HERE/tests/header_c11.c" -o "$BUILD/header_c11.o"
+    gcc -std=c99 "${STRICT[@]}" -I"$INC" -fsyntax-only "$HERE/tests/header_c11.c"
+    echo "ferrolock.h compiles as strict C11 and C99"
+}
+check header-c11 header_c11 || true
+cpp_check() {
+    g++ -std=c++11 "${STRICT[@]}" -I"$INC" "$HERE/tests/cpp_check.cpp" -L"$LIBDIR" -lferrolock \
+        -Wl,-rpath,"$LIBDIR" -o "$BUILD/cpp_check"
+    g++ -std=c++20 "${STRICT[@]}" -I"$INC" -fsyntax-only "$HERE/tests/cpp_check.cpp"
+    "$BUILD/cpp_check"
+}
+check header-cxx cpp_check || true
+
+# 5. C tests under ASan + UBSan, each against its own redis-server (its temp dir
+#    under $WORK, so even a killed test leaves nothing behind).
+SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+compile_test() { # NAME OUT EXTRA-FLAGS...
+    local name=$1 out=$2
+    shift 2
+    gcc -std=c11 -g -O1 "${STRICT[@]}" "$@" -I"$INC" "$HERE/tests/$name.c" -L"$LIBDIR" -lferrolock \
+        -Wl,-rpath,"$LIBDIR" -lpthread -o "$out"
+}
+run_asan() {
+    local name=$1
+    compile_test "$name" "$BUILD/$name" "${SAN[@]}"
+    TMPDIR="$WORK" timeout 120 "$BUILD/$name"
+}
+for t in counter reentrancy wait lease lost fenced statuses; do
+    check "asan-$t" run_asan "$t" || true
+done
+
+# 6. valgrind memcheck: no definite or indirect leaks, no memory errors.
+run_valgrind() {
+    local name=$1
+    compile_test "$name" "$BUILD/$name-vg"
+    local vglog="$WORK/valgrind-$name.txt"
+    local rc=0
+    TMPDIR="$WORK" timeout 240 valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,indirect \
+        --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --log-file="$vglog" \
+        "$BUILD/$name-vg" || rc=$?
+    grep -E "ERROR SUMMARY|definitely lost|indirectly lost|possibly lost|still reachable" "$vglog" || true
+    grep -qE "LEAK SUMMARY|All heap blocks were freed" "$vglog" # valgrind ran the program itself
+    if grep -qE "(definitely|indirectly) lost: [1-9]" "$vglog"; then
+        cat "$vglog"
+        return 1
+    fi
+    if ((rc != 0)); then
+        cat "$vglog"
+        return 1
+    fi
+    echo "valgrind: no definite/indirect leaks, $(grep -o 'ERROR SUMMARY: [0-9]* errors' "$vglog")"
+}
+check valgrind-reentrancy run_valgrind reentrancy || true
+check valgrind-lost run_valgrind lost || true
+
+# 7. examples/legacy_job.c built through pkg-config after the install step, run
+#    against a redis-server of its own.
+legacy_job() {
+    gcc -std=c11 "${STRICT[@]}" "$HERE/tests/with_redis.c" -I"$INC" -L"$LIBDIR" -lferrolock \
+        -Wl,-rpath,"$LIBDIR" -o "$BUILD/with_redis"
+    local flags
+    flags=$(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --cflags --libs ferrolock)
+    echo "cc \$(pkg-config --cflags --libs ferrolock) = $flags"
+    # shellcheck disable=SC2086
+    cc "$HERE/examples/legacy_job.c" $flags -o "$BUILD/legacy_job"
+    local out
+    out=$(TMPDIR="$WORK" LD_LIBRARY_PATH="$LIBDIR" timeout 60 "$BUILD/with_redis" "$BUILD/legacy_job")
+    echo "$out"
+    grep -q "nightly report generated" <<<"$out"
+}
+check legacy-job-pkg-config legacy_job || true
+
+# The static archive links too (with the .pc file's Libs.private), and the job runs.
+legacy_job_static() {
+    export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+    # shellcheck disable=SC2046
+    cc "$HERE/examples/legacy_job.c" $(pkg-config --cflags ferrolock) \
+        "$(pkg-config --variable=libdir ferrolock)/libferrolock.a" \
+        $(pkg-config --static --libs-only-l ferrolock | sed 's/-lferrolock //') -o "$BUILD/legacy_job_static"
+    if ldd "$BUILD/legacy_job_static" | grep -q libferrolock; then
+        echo "legacy_job_static is linked to the shared library"
+        return 1
+    fi
+    local out
+    out=$(TMPDIR="$WORK" timeout 60 "$BUILD/with_redis" "$BUILD/legacy_job_static")
+    echo "$out"
+    grep -q "nightly report generated" <<<"$out"
+}
+check legacy-job-static legacy_job_static || true
+
+finish

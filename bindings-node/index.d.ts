@@ -1,0 +1,189 @@
+// Type definitions for ferrolock (hand-written; see index.js).
+/// <reference types="node" />
+
+import { EventEmitter } from 'node:events';
+
+// `Symbol.asyncDispose` is typed by @types/node; at run time ferrolock defines it
+// on Node versions that lack it (Node 20), as Symbol.for('Symbol.asyncDispose').
+
+/** Settings of a client, in milliseconds. */
+export interface ConnectOptions {
+  /** Lease of locks taken without `leaseMs`; renewed every third of it. Default 30000. */
+  watchdogTimeoutMs?: number;
+  /** How long one Redis command may take. Default 2000. */
+  responseTimeoutMs?: number;
+  /** How long one connection attempt may take. Default 2000. */
+  connectTimeoutMs?: number;
+  /** How long a release with a lost reply is retried. Default 5000. */
+  retryWindowMs?: number;
+}
+
+export interface LockOptions {
+  /** Explicit holder id: the owner field becomes `<client-id>:<holderId>`. */
+  holderId?: number | bigint;
+  /** Explicit full owner field, to hand a hold over between clients. */
+  owner?: string;
+}
+
+export interface AcquireOptions {
+  /** Explicit lease: the lock expires after it, with no renewal. Default: watchdog lease, renewed. */
+  leaseMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
+  signal?: AbortSignal;
+  /** Longest wait; when it runs out `acquire` rejects with `NotAcquiredError`. Default: no bound. */
+  waitMs?: number;
+}
+
+export interface TryAcquireOptions {
+  /** Longest wait (0 = one attempt). Default 0. */
+  waitMs?: number;
+  leaseMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface UsingOptions {
+  leaseMs?: number;
+  /** Longest wait; when it runs out `using` rejects with `NotAcquiredError`. Default: no bound. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export type ErrorCode =
+  | 'ERR_NOT_ACQUIRED'
+  | 'ERR_NOT_OWNER'
+  | 'ERR_LOCK_LOST'
+  | 'ERR_CONNECTION'
+  | 'ERR_WRONG_TYPE'
+  | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_CANCELLED'
+  | 'ERR_INTERNAL';
+
+/** Base class of every error ferrolock raises. */
+export class FerrolockError extends Error {
+  readonly code: ErrorCode;
+  constructor(message: string, code: ErrorCode, options?: ErrorOptions);
+}
+/** A bounded `acquire`/`using` ran out of time. */
+export class NotAcquiredError extends FerrolockError {
+  readonly code: 'ERR_NOT_ACQUIRED';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** Release by a handle that does not hold the lock. */
+export class NotOwnerError extends FerrolockError {
+  readonly code: 'ERR_NOT_OWNER';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** The hold was lost (expired, force-unlocked, server lost it). */
+export class LockLostError extends FerrolockError {
+  readonly code: 'ERR_LOCK_LOST';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** I/O error, refused connection, timeout or failed authentication. */
+export class ConnectionError extends FerrolockError {
+  readonly code: 'ERR_CONNECTION';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** The key at the lock name is not a lock. */
+export class WrongTypeError extends FerrolockError {
+  readonly code: 'ERR_WRONG_TYPE';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** Bad input: name, duration, URL or option. */
+export class InvalidArgumentError extends FerrolockError {
+  readonly code: 'ERR_INVALID_ARGUMENT';
+  constructor(message: string, options?: ErrorOptions);
+}
+/** A wait was aborted (AbortSignal, or the client was closed). `name === 'AbortError'`. */
+export class CancelledError extends FerrolockError {
+  readonly code: 'ERR_CANCELLED';
+  readonly name: 'AbortError';
+  constructor(message: string, options?: ErrorOptions);
+}
+export { CancelledError as AbortError };
+/** A bug in ferrolock, or a reply it does not understand. */
+export class InternalError extends FerrolockError {
+  readonly code: 'ERR_INTERNAL';
+  constructor(message: string, options?: ErrorOptions);
+}
+
+/** One acquisition, as returned by `lock.acquire()`. Disposable with `await using`. */
+export class Hold {
+  private constructor();
+  /** The handle this hold belongs to. */
+  readonly lock: Lock;
+  /** Fencing token of this acquisition (fenced locks), else null. */
+  readonly token: bigint | null;
+  /** Hold count right after this acquisition (1 = a new hold). */
+  readonly holdCount: number;
+  /** Aborted, with a `LockLostError` as reason, when this hold is lost. */
+  readonly signal: AbortSignal;
+  /** True once this hold was lost. */
+  readonly lost: boolean;
+  /** True once released. */
+  readonly released: boolean;
+  /** Releases this acquisition (one level); a second call does nothing. */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A handle on one lock name. The handle is the holder: it may re-enter, and must release as often. */
+export class Lock extends EventEmitter {
+  /** 'lost': a hold of this handle was lost (expired, force-unlocked, failover). */
+  on(event: 'lost', listener: (err: LockLostError) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'lost', listener: (err: LockLostError) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  addListener(event: 'lost', listener: (err: LockLostError) => void): this;
+  addListener(event: string | symbol, listener: (...args: any[]) => void): this;
+  private constructor();
+  readonly name: string;
+  /** Owner field this handle writes: `<client-id>:<holder-id>`. */
+  readonly owner: string;
+  readonly fenced: boolean;
+  /** Fencing token of the current hold (fenced locks), else null. */
+  readonly token: bigint | null;
+  /** True if the latest hold of this handle was lost (until it acquires again). */
+  readonly lost: boolean;
+  /** Aborted when the current hold is lost. */
+  readonly signal: AbortSignal;
+  /** Waits until acquired. */
+  acquire(options?: AcquireOptions): Promise<Hold>;
+  /** One attempt, or waits up to `waitMs`. Resolves false when not acquired. */
+  tryAcquire(options?: TryAcquireOptions): Promise<boolean>;
+  /** Releases one level. Rejects with `NotOwnerError` if this handle does not hold it. */
+  release(): Promise<void>;
+  /** Releases every level of this handle's hold. */
+  releaseAll(): Promise<void>;
+  /** True if anyone holds the lock. */
+  isLocked(): Promise<boolean>;
+  /** True if this handle holds it (server view). */
+  isHeld(): Promise<boolean>;
+  /** This handle's hold count (server view). */
+  holdCount(): Promise<number>;
+  /** Ms left on the lease of whoever holds it; null when not locked; Infinity without expiry. */
+  remainingLeaseMs(): Promise<number | null>;
+  /** Deletes the lock whoever holds it and wakes a waiter. True if it was locked. */
+  forceUnlock(): Promise<boolean>;
+  /** Acquires, runs `fn`, always releases; resolves with what `fn` returned. */
+  using<T>(fn: (signal: AbortSignal, hold: Hold) => T | Promise<T>, options?: UsingOptions): Promise<T>;
+}
+
+export class Client {
+  private constructor();
+  /** Connects: `redis://[user:password@]host[:port][/db]` or `rediss://...`. */
+  static connect(url: string, options?: ConnectOptions): Promise<Client>;
+  /** Random UUID v4 of this client. */
+  readonly id: string;
+  readonly closed: boolean;
+  /** A reentrant lock handle (a new holder). */
+  lock(name: string | Uint8Array, options?: LockOptions): Lock;
+  /** A fenced lock handle: acquisitions yield strictly increasing bigint tokens. */
+  fencedLock(name: string | Uint8Array, options?: LockOptions): Lock;
+  /** Lock channels this client is subscribed to right now. */
+  subscribedChannels(): number;
+  /** Locks this client holds right now. */
+  heldCount(): number;
+  /** Releases what it holds, stops its waits, closes its connections. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

@@ -1,0 +1,23 @@
+// ESM entry: the same objects as the CommonJS entry (one native addon per process).
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const ferrolock = require('./index.js');
+
+export const {
+  Client,
+  Lock,
+  Hold,
+  FerrolockError,
+  NotAcquiredError,
+  NotOwnerError,
+  LockLostError,
+  ConnectionError,
+  WrongTypeError,
+  InvalidArgumentError,
+  CancelledError,
+  AbortError,
+  InternalError,
+} = ferrolock;
+
+export default ferrolock;

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// Builds the native addon from source into ./ferrolock.node.
+//
+// Runs as the package's `install` script, so `npm install` inside bindings-node
+// and `npm install ./bindings-node` (or a tarball of it) from another project
+// both build the addon. Uses @napi-rs/cli when it is installed (our own
+// `npm install`); a project installing this folder does not get our
+// devDependencies, so then it runs cargo itself, the same build.
+//
+// Options: --release / --debug (default: release, or $FERROLOCK_NODE_PROFILE).
+// Honors $CARGO_TARGET_DIR. $FERROLOCK_NODE_SKIP_BUILD=1 skips the build.
+'use strict';
+
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const out = path.join(root, 'ferrolock.node');
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: opts.capture ? ['ignore', 'pipe', 'inherit'] : 'inherit', encoding: 'utf8' });
+  if (r.error) {
+    throw new Error(`ferrolock: cannot run ${cmd}: ${r.error.message}` +
+      (cmd === 'cargo' ? ' (a Rust toolchain is needed to build ferrolock from source: https://rustup.rs)' : ''));
+  }
+  if (r.status !== 0) {
+    throw new Error(`ferrolock: ${cmd} ${args.join(' ')} failed with status ${r.status}`);
+  }
+  return r.stdout;
+}
+
+function main() {
+  if (process.env.FERROLOCK_NODE_SKIP_BUILD === '1') {
+    console.log('ferrolock: FERROLOCK_NODE_SKIP_BUILD=1, not building the addon');
+    return;
+  }
+  const argv = process.argv.slice(2);
+  let profile = process.env.FERROLOCK_NODE_PROFILE || 'release';
+  if (argv.includes('--debug')) profile = 'debug';
+  if (argv.includes('--release')) profile = 'release';
+  if (profile !== 'release' && profile !== 'debug') {
+    throw new Error(`ferrolock: FERROLOCK_NODE_PROFILE must be release or debug, not ${profile}`);
+  }
+
+  const napiBin = path.join(root, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js');
+  if (fs.existsSync(napiBin)) {
+    const args = [napiBin, 'build', '--output-dir', '.', '--package', 'ferrolock-node'];
+    if (profile === 'release') args.push('--release');
+    run(process.execPath, args);
+  } else {
+    const args = ['build', '--package', 'ferrolock-node', '--manifest-path', path.join(root, 'Cargo.toml')];
+    if (profile === 'release') args.push('--release');
+    run('cargo', args);
+    const meta = JSON.parse(run('cargo', ['metadata', '--format-version', '1', '--no-deps',
+      '--manifest-path', path.join(root, 'Cargo.toml')], { capture: true }));
+    const lib = { darwin: 'libferrolock_node.dylib', win32: 'ferrolock_node.dll' }[process.platform] || 'libferrolock_node.so';
+    const built = path.join(meta.target_directory, profile, lib);
+    // Copy to a temp name and rename: a running process may have the old file mapped.
+    const tmp = `${out}.tmp-${process.pid}`;
+    fs.copyFileSync(built, tmp);
+    fs.renameSync(tmp, out);
+  }
+  if (!fs.existsSync(out)) throw new Error(`ferrolock: the build did not produce ${out}`);
+  console.log(`ferrolock: built ${path.relative(process.cwd(), out) || out} (${profile})`);
+}
+
+try {
+  main();
+} catch (e) {
+  console.error(e.message);
+  process.exit(1);
+}

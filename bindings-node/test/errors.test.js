@@ -1,0 +1,182 @@
+'use strict';
+// Every error code from a real cause (DESIGN §4).
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const ferrolock = require('..');
+const { Client, FerrolockError } = ferrolock;
+const { startRedis, freePort, within, raw } = require('./helpers');
+
+let server;
+let redis;
+let client;
+
+before(async () => {
+  server = await startRedis();
+  redis = raw(server);
+  client = await Client.connect(server.url);
+});
+
+after(async () => {
+  await client?.close();
+  redis?.disconnect();
+  await server?.stop();
+});
+
+function coded(code, cls) {
+  return (e) => {
+    assert.ok(e instanceof FerrolockError, `not a FerrolockError: ${e && e.stack}`);
+    assert.ok(e instanceof ferrolock[cls], `${e.name} is not a ${cls}`);
+    assert.equal(e.code, code, e.message);
+    assert.ok(e.message.length > 10);
+    return true;
+  };
+}
+
+test('ERR_NOT_OWNER: releasing a lock this handle does not hold', async () => {
+  const a = client.lock('err:owner');
+  const b = client.lock('err:owner');
+  await assert.rejects(a.release(), coded('ERR_NOT_OWNER', 'NotOwnerError'));
+  await b.acquire();
+  await assert.rejects(a.release(), coded('ERR_NOT_OWNER', 'NotOwnerError'));
+  assert.equal(await b.isHeld(), true, 'a failed release changes nothing');
+  await b.release();
+});
+
+test('ERR_LOCK_LOST: releasing a hold that expired', async () => {
+  const a = client.lock('err:lost');
+  await a.acquire({ leaseMs: 50 });
+  const b = client.lock('err:lost');
+  await b.acquire(); // proves the lease ran out
+  await assert.rejects(a.release(), coded('ERR_LOCK_LOST', 'LockLostError'));
+  await b.release();
+});
+
+test('ERR_WRONG_TYPE: the key at the lock name is not a lock', async () => {
+  await redis.set('err:wrongtype', 'a string');
+  const a = client.lock('err:wrongtype');
+  await assert.rejects(a.isLocked(), coded('ERR_WRONG_TYPE', 'WrongTypeError'));
+  await assert.rejects(a.acquire(), coded('ERR_WRONG_TYPE', 'WrongTypeError'));
+  await assert.rejects(a.tryAcquire(), coded('ERR_WRONG_TYPE', 'WrongTypeError'));
+  assert.equal(await redis.get('err:wrongtype'), 'a string');
+  await redis.del('err:wrongtype');
+});
+
+test('ERR_INVALID_ARGUMENT: names, durations, URLs, options', async () => {
+  const inv = coded('ERR_INVALID_ARGUMENT', 'InvalidArgumentError');
+  assert.throws(() => client.lock(''), inv);
+  assert.throws(() => client.lock('x'.repeat(4097)), inv);
+  assert.throws(() => client.lock(42), inv);
+  assert.throws(() => client.lock('x', { holderId: -1 }), inv);
+  assert.throws(() => client.lock('x', { holderId: 1, owner: 'someone' }), inv);
+  const a = client.lock('err:invalid');
+  await assert.rejects(a.acquire({ leaseMs: -1 }), inv);
+  await assert.rejects(a.acquire({ leaseMs: 0 }), inv);
+  await assert.rejects(a.acquire({ leaseMs: 8 * 24 * 3600 * 1000 }), inv);
+  await assert.rejects(a.acquire({ leaseMs: Infinity }), inv);
+  await assert.rejects(a.acquire({ leaseMs: '100' }), inv);
+  await assert.rejects(a.tryAcquire({ waitMs: -5 }), inv);
+  await assert.rejects(a.tryAcquire({ waitMs: NaN }), inv);
+  await assert.rejects(a.acquire({ signal: 'nope' }), inv);
+  await assert.rejects(a.acquire(5), inv);
+  await assert.rejects(a.using('not a function'), inv);
+  assert.equal(await a.isLocked(), false, 'nothing was taken by a rejected call');
+  await assert.rejects(Client.connect('http://127.0.0.1:1'), inv);
+  await assert.rejects(Client.connect(`redis://127.0.0.1:${server.port}\0`), inv);
+  await assert.rejects(Client.connect(42), inv);
+  await assert.rejects(Client.connect(server.url, { watchdogTimeoutMs: 1 }), inv);
+  await assert.rejects(Client.connect(server.url, { responseTimeoutMs: -1 }), inv);
+});
+
+test('ERR_CONNECTION: nothing listening, wrong password, server gone', async () => {
+  const conn = coded('ERR_CONNECTION', 'ConnectionError');
+  const port = await freePort();
+  await assert.rejects(within(Client.connect(`redis://127.0.0.1:${port}`, { connectTimeoutMs: 500 }), 5000, 'connect'), conn);
+
+  const secured = await startRedis(['--requirepass', 'right-password']);
+  try {
+    const bad = Client.connect(`redis://:wrong-s3cret@127.0.0.1:${secured.port}`);
+    await assert.rejects(bad, (e) => conn(e) && !e.message.includes('wrong-s3cret'));
+    const ok = await Client.connect(`redis://:right-password@127.0.0.1:${secured.port}`);
+    await ok.close();
+  } finally {
+    await secured.stop();
+  }
+
+  const doomed = await startRedis();
+  const c = await Client.connect(doomed.url, { connectTimeoutMs: 200, responseTimeoutMs: 200 });
+  try {
+    const lock = c.lock('err:gone');
+    assert.equal(await lock.isLocked(), false);
+    await doomed.stop();
+    await assert.rejects(within(lock.isLocked(), 10_000, 'isLocked on a dead server'), conn);
+    await assert.rejects(within(lock.tryAcquire(), 10_000, 'tryAcquire on a dead server'), conn);
+  } finally {
+    await c.close();
+  }
+});
+
+test('ERR_CANCELLED: aborted wait, closed client', async () => {
+  const cancelled = (e) => coded('ERR_CANCELLED', 'CancelledError')(e) && e.name === 'AbortError';
+  await assert.rejects(client.lock('err:cancel').acquire({ signal: AbortSignal.abort() }), cancelled);
+  const c = await Client.connect(server.url);
+  await c.close();
+  await assert.rejects(c.lock('err:cancel').acquire(), cancelled);
+  assert.equal(ferrolock.AbortError, ferrolock.CancelledError);
+});
+
+test('ERR_INTERNAL: a server answering what no Redis would', async () => {
+  // A fake server: +OK to everything, an integer to scripts (the acquire script returns an array).
+  const sockets = new Set();
+  const fake = net.createServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    let buf = '';
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      for (;;) {
+        const cmd = parseCommand(buf);
+        if (!cmd) break;
+        buf = buf.slice(cmd.length);
+        const verb = (cmd.args[0] || '').toUpperCase();
+        if (verb === 'EVALSHA' || verb === 'EVAL') sock.write(':42\r\n');
+        else if (verb === 'PING') sock.write('+PONG\r\n');
+        else sock.write('+OK\r\n');
+      }
+    });
+    sock.on('error', () => {});
+  });
+  await new Promise((r) => fake.listen(0, '127.0.0.1', r));
+  const c = await Client.connect(`redis://127.0.0.1:${fake.address().port}`, { responseTimeoutMs: 1000 });
+  try {
+    await assert.rejects(within(c.lock('err:internal').tryAcquire(), 5000, 'acquire on a fake server'), (e) => coded('ERR_INTERNAL', 'InternalError')(e) && /acquiring lock "err:internal"/.test(e.message));
+  } finally {
+    await c.close();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => fake.close(r));
+  }
+});
+
+// Parses one RESP array of bulk strings from the front of `buf`; null if incomplete.
+function parseCommand(buf) {
+  if (!buf.startsWith('*')) {
+    const end = buf.indexOf('\r\n');
+    return end < 0 ? null : { args: buf.slice(0, end).split(' '), length: end + 2 };
+  }
+  let pos = buf.indexOf('\r\n');
+  if (pos < 0) return null;
+  const n = Number(buf.slice(1, pos));
+  pos += 2;
+  const args = [];
+  for (let i = 0; i < n; i++) {
+    const lineEnd = buf.indexOf('\r\n', pos);
+    if (lineEnd < 0) return null;
+    const len = Number(buf.slice(pos + 1, lineEnd));
+    const start = lineEnd + 2;
+    if (buf.length < start + len + 2) return null;
+    args.push(buf.slice(start, start + len));
+    pos = start + len + 2;
+  }
+  return { args, length: pos };
+}

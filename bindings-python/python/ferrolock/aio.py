@@ -1,0 +1,289 @@
+"""The asyncio API of ferrolock: the same locks, awaited instead of blocking.
+
+The holder is (lock object, asyncio task): a task may re-enter and must release
+as often; other tasks and other lock objects for the same name exclude it.
+Cancelling a task that awaits :meth:`Lock.acquire` leaves nothing held and no
+subscription behind.
+
+Quick start::
+
+    import ferrolock.aio
+
+    async def main() -> None:
+        async with await ferrolock.aio.Client.connect("redis://127.0.0.1:6379/0") as client:
+            lock = client.lock("orders:42")
+            async with lock:
+                ...
+            async with lock.hold(timeout=5.0):   # LockTimeoutError after 5 s
+                ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from . import _native, _lost_dispatcher, _wait_seconds, logger
+from ._errors import (
+    ConnectionError,
+    InvalidArgumentError,
+    LockError,
+    LockLostError,
+    LockTimeoutError,
+    NotOwnedError,
+    WrongTypeError,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "Client",
+    "Lock",
+    "OnLost",
+    "LockError",
+    "NotOwnedError",
+    "LockLostError",
+    "LockTimeoutError",
+    "ConnectionError",
+    "WrongTypeError",
+    "InvalidArgumentError",
+]
+
+OnLost = Callable[["Lock"], object]
+"""Type of an ``on_lost`` callback: called with the lock, from a background thread
+(use ``loop.call_soon_threadsafe`` to get back to the event loop)."""
+
+
+class Client:
+    """A connection to one Redis deployment for asyncio code. Make it with
+    ``await Client.connect(url)``; use it with ``async with`` or ``await client.close()``."""
+
+    def __init__(self, native: _native.Client) -> None:
+        """Wraps a connected native client; use :meth:`connect` instead."""
+        self._native = native
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        watchdog_timeout: float = 30.0,
+        *,
+        response_timeout: float = 2.0,
+        connect_timeout: float = 2.0,
+        retry_window: float = 5.0,
+    ) -> Client:
+        """Connects and checks that the server answers (see :class:`ferrolock.Client`)."""
+        native = await _native.Client.connect_async(
+            url, watchdog_timeout, response_timeout, connect_timeout, retry_window
+        )
+        logger.debug("ferrolock client %s connected (asyncio)", native.id)
+        return cls(native)
+
+    @property
+    def id(self) -> str:
+        """This client's id (UUID v4), the first half of every owner field it writes."""
+        return self._native.id
+
+    @property
+    def watchdog_timeout(self) -> float:
+        """Lease of watchdog-renewed locks, in seconds."""
+        return self._native.watchdog_timeout
+
+    def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
+        """A re-entrant lock on ``name``; holders are (this object, asyncio task).
+
+        ``on_lost(lock)`` is called from a background thread when a hold is lost.
+        With ``holder_id``, every task using this object acts as one holder.
+        """
+        return Lock(self, name, fenced=False, on_lost=on_lost, holder_id=holder_id)
+
+    def fenced_lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
+        """Like :meth:`lock`, for a fenced lock with strictly increasing tokens."""
+        return Lock(self, name, fenced=True, on_lost=on_lost, holder_id=holder_id)
+
+    def subscribed_channels(self) -> int:
+        """Number of lock channels this client is subscribed to (waiting acquires)."""
+        return self._native.subscribed_channels()
+
+    def held_count(self) -> int:
+        """Number of locks this client currently holds."""
+        return self._native.held_count()
+
+    async def close(self) -> None:
+        """Releases every lock this client still holds and closes the connections."""
+        await self._native.close_async()
+        logger.debug("ferrolock client %s closed (asyncio)", self._native.id)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<ferrolock.aio.Client id={self.id}>"
+
+
+def _current_task() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    if task is None:
+        raise LockError("ferrolock.aio locks are held by asyncio tasks; call this from inside a task")
+    return task
+
+
+class Lock:
+    """A distributed re-entrant lock for asyncio; the holder is (this object, the
+    current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`."""
+
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        *,
+        fenced: bool = False,
+        on_lost: OnLost | None = None,
+        holder_id: int | None = None,
+    ) -> None:
+        self._client = client
+        self._on_lost = on_lost
+        self._fenced = fenced
+        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _native.Holder] = weakref.WeakKeyDictionary()
+        self._dispatch = _lost_dispatcher(weakref.ref(self))
+        self._probe = client._native.holder(name, fenced, holder_id)
+        self._shared: _native.Holder | None = None
+        if holder_id is not None:
+            self._probe.set_on_lost(self._dispatch)
+            self._shared = self._probe
+
+    def _notify_lost(self) -> None:
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def _holder(self) -> _native.Holder:
+        if self._shared is not None:
+            return self._shared
+        task = _current_task()
+        holder = self._holders.get(task)
+        if holder is None:
+            holder = self._client._native.holder(self._probe.name, self._fenced, None)
+            holder.set_on_lost(self._dispatch)
+            self._holders[task] = holder
+        return holder
+
+    def _current(self) -> _native.Holder | None:
+        if self._shared is not None:
+            return self._shared
+        task = asyncio.current_task()
+        return None if task is None else self._holders.get(task)
+
+    @property
+    def name(self) -> str:
+        """The lock name."""
+        return self._probe.name
+
+    @property
+    def client(self) -> Client:
+        """The client this lock was made from."""
+        return self._client
+
+    @property
+    def fenced(self) -> bool:
+        """True for fenced locks."""
+        return self._fenced
+
+    async def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
+        """Acquires the lock for the current task (see :meth:`ferrolock.Lock.acquire`).
+
+        Returns False if not acquired in time. Cancelling the task while it waits
+        leaves nothing held.
+        """
+        wait = _wait_seconds(blocking, timeout)
+        holder = self._holder()
+        future = holder.acquire_async(wait, lease)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # The task may be cancelled after the acquisition completed but before
+            # it saw the result: give that acquisition back before leaving.
+            if future.done() and not future.cancelled() and future.exception() is None and future.result():
+                try:
+                    await asyncio.shield(holder.release_async())
+                except LockError:
+                    logger.exception("releasing lock %r after a cancelled acquire failed", self.name)
+            raise
+
+    async def release(self) -> None:
+        """Releases one level of the current task's hold. :class:`NotOwnedError` if
+        it does not hold the lock, :class:`LockLostError` if the hold was lost."""
+        await self._holder().release_async()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Lock]:
+        """Async context manager that acquires (waiting at most ``timeout`` seconds,
+        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        if not await self.acquire(True, timeout, lease=lease):
+            raise LockTimeoutError(f'lock "{self.name}" was not acquired within {timeout} s; it is held by another holder')
+        try:
+            yield self
+        finally:
+            await self.release()
+
+    async def locked(self) -> bool:
+        """True if anyone holds the lock (asks Redis)."""
+        return await self._probe.is_locked_async()
+
+    async def owned(self) -> bool:
+        """True if the current task holds the lock through this object (asks Redis)."""
+        holder = self._current()
+        return holder is not None and await holder.is_held_async()
+
+    async def hold_count(self) -> int:
+        """The current task's hold count through this object (asks Redis)."""
+        holder = self._current()
+        return 0 if holder is None else await holder.hold_count_async()
+
+    async def remaining_lease(self) -> float | None:
+        """Seconds left on the lock's lease; None when not locked, ``inf`` without expiry."""
+        return await self._probe.remaining_lease_async()
+
+    async def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it and wakes a waiter. True if it was locked."""
+        return await self._probe.force_unlock_async()
+
+    @property
+    def lost(self) -> bool:
+        """True if the current task's current hold was lost (until it acquires again)."""
+        holder = self._current()
+        return holder is not None and holder.lost
+
+    @property
+    def token(self) -> int | None:
+        """Fenced locks: the fencing token of the current task's current hold."""
+        holder = self._current()
+        return None if holder is None else holder.token
+
+    async def __aenter__(self) -> Self:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        kind = "fenced lock" if self._fenced else "lock"
+        return f"<ferrolock.aio.Lock {kind} {self.name!r}>"

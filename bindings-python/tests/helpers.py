@@ -1,0 +1,102 @@
+"""Test helpers: redis-server processes started (and killed) by the tests themselves."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from typing import IO
+
+import redis
+
+REDIS_SERVER = shutil.which("redis-server") or "redis-server"
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+    """Polls ``predicate`` until it holds; fails the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)
+
+
+class RedisServer:
+    """A redis-server process on a free loopback port in a temporary directory."""
+
+    def __init__(self, password: str | None = None) -> None:
+        self.password = password
+        self.port = 0
+        self.dir = tempfile.mkdtemp(prefix="ferrolock-py-redis-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        for _attempt in range(5):
+            self.port = free_port()
+            args = [
+                REDIS_SERVER,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--dir", self.dir,
+                "--save", "",
+                "--appendonly", "no",
+                "--daemonize", "no",
+            ]
+            if self.password:
+                args += ["--requirepass", self.password]
+            self._log = open(os.path.join(self.dir, "redis.log"), "ab")
+            self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+            if self._wait_ready():
+                return self
+            self._kill()
+        raise RuntimeError(f"redis-server did not start; see {self.dir}/redis.log")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if self.redis().ping():
+                    return True
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+            except redis.exceptions.AuthenticationError:
+                return True
+        return False
+
+    def redis(self) -> redis.Redis:
+        """A redis-py client for inspecting and preparing the server."""
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password, socket_timeout=5)
+
+    def _kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def stop(self) -> None:
+        self._kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
