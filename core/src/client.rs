@@ -46,6 +46,20 @@ pub(crate) struct ClientInner {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Releases of holds whose last handle was dropped; shutdown waits for them.
     orphans: Mutex<Vec<JoinHandle<()>>>,
+    /// Acquire/release calls in flight; shutdown waits for them to settle.
+    inflight: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One detached call in flight (see `ClientInner::begin_call`).
+pub(crate) struct CallGuard(Arc<ClientInner>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.0.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// (lock name, owner field, fenced)
@@ -142,6 +156,8 @@ impl Client {
             held: Mutex::new(HashMap::new()),
             tasks: Mutex::new(vec![sweeper_task]),
             orphans: Mutex::new(Vec::new()),
+            inflight: std::sync::atomic::AtomicUsize::new(0),
+            idle: tokio::sync::Notify::new(),
         });
         let wd = inner.runtime.spawn(watchdog::run(Arc::downgrade(&inner), inner.shutdown.subscribe()));
         inner.tasks.lock().unwrap().push(wd);
@@ -241,11 +257,16 @@ impl Client {
         if self.inner.shutdown.send_replace(true) {
             return Ok(());
         }
+        // No attempt starts from here on; the ones in flight may still acquire, so
+        // let them settle before and after releasing what is held.
+        let settle = self.inner.config.response_timeout * 2;
+        let _ = tokio::time::timeout(settle, self.inner.settled()).await;
         let held = self.inner.held_holders();
         let releases = held.into_iter().map(|h| async move {
             let _ = tokio::time::timeout(h.client.config.response_timeout * 2, h.release_all()).await;
         });
         futures_util::future::join_all(releases).await;
+        let _ = tokio::time::timeout(settle, self.inner.settled()).await;
         // Taking the connection under the orphans lock: every orphan release either
         // started with a connection of its own (and is awaited here) or saw none.
         let conn = {
@@ -279,6 +300,25 @@ impl ClientInner {
     pub fn conn(&self) -> Result<ConnectionManager> {
         self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
+    }
+
+    /// Counts a detached acquire/release call until the returned guard drops.
+    pub fn begin_call(self: &Arc<Self>) -> CallGuard {
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        CallGuard(self.clone())
+    }
+
+    /// Resolves when no acquire/release call is in flight.
+    async fn settled(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.inflight.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
     }
 
     /// Starts a best-effort release for a holder that is being dropped while holding.

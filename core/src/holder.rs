@@ -196,11 +196,14 @@ impl Holder {
         Fut: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
+        let call = self.client.begin_call();
         let guard = self.op.clone().lock_owned().await;
         let this = self.clone();
         let task = self.client.runtime.spawn(async move {
             let _guard = guard;
-            op(this).await
+            let result = op(this).await;
+            drop(call);
+            result
         });
         task.await.map_err(|e| Error::internal(format!("{what} task failed: {e}")))?
     }
@@ -211,6 +214,9 @@ impl Holder {
     }
 
     async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
+        if self.client.is_shut_down() {
+            return Err(Error::shut_down());
+        }
         let mut conn = self.client.conn()?;
         let lease = lease_ms.unwrap_or_else(|| self.client.config.watchdog_ms());
         let before = self.state.lock().unwrap().count;

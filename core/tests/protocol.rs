@@ -393,3 +393,25 @@ async fn dropping_the_last_handle_while_holding_releases_even_right_before_shutd
     client.shutdown().await.unwrap(); // waits for that release
     assert_eq!(keys(&mut raw).await, Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_a_pending_waiter_leaves_nothing_held() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    for _ in 0..10 {
+        let client = client(&server.url(), 3000).await;
+        let holder = client.lock("pending").unwrap();
+        let _hold = holder.acquire().await.unwrap().into_hold();
+        let waiter = client.lock("pending").unwrap();
+        let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| g.into_hold()) });
+        eventually(Duration::from_secs(5), "waiter subscribed", || {
+            let n = client.subscribed_channels();
+            async move { n == 1 }
+        })
+        .await;
+        client.shutdown().await.unwrap();
+        let outcome = waiting.await.unwrap();
+        assert_eq!(outcome.map(|_| ()).unwrap_err().kind(), ErrorKind::Cancelled);
+        assert_eq!(keys(&mut raw).await, Vec::<String>::new(), "shutdown released everything");
+    }
+}
