@@ -134,6 +134,7 @@ async fn main() {
         }
     }
     held.extend(futures_util::future::join_all(batch).await);
+    client.renew_held_locks().await.unwrap(); // loads the script (NOSCRIPT once per batch)
     let before = script_calls(&mut raw).await;
     let report = client.renew_held_locks().await.unwrap();
     let calls = script_calls(&mut raw).await - before;

@@ -39,6 +39,7 @@ pub(crate) struct ClientInner {
     pub latches: LatchSweeper,
     pub shutdown: watch::Sender<bool>,
     next_holder: AtomicU64,
+    next_request: AtomicU64,
     /// Every live holder: handles for the same holder share state.
     holders: Mutex<HashMap<HolderKey, Weak<Holder>>>,
     /// Holders that currently hold their lock: renewed by the watchdog, released at shutdown.
@@ -56,7 +57,8 @@ pub(crate) struct CallGuard(Arc<ClientInner>);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if self.0.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // Only shutdown waits for idleness: spare the hot path the notification otherwise.
+        if self.0.inflight.fetch_sub(1, Ordering::AcqRel) == 1 && self.0.is_shut_down() {
             self.0.idle.notify_waiters();
         }
     }
@@ -152,6 +154,7 @@ impl Client {
             latches,
             shutdown,
             next_holder: AtomicU64::new(1),
+            next_request: AtomicU64::new(1),
             holders: Mutex::new(HashMap::new()),
             held: Mutex::new(HashMap::new()),
             tasks: Mutex::new(vec![sweeper_task]),
@@ -300,6 +303,11 @@ impl ClientInner {
     pub fn conn(&self) -> Result<ConnectionManager> {
         self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
+    }
+
+    /// A release request id, unique across clients (the client id makes it so).
+    pub fn new_request_id(&self) -> String {
+        format!("{}:{}", self.id, self.next_request.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Counts a detached acquire/release call until the returned guard drops.

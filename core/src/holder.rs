@@ -331,7 +331,7 @@ impl Holder {
             // A holder that never acquired here (a hand-over) does not know the lease: keep the TTL.
             if st.count == 0 { 0 } else { st.lease_ms }
         };
-        let request_id = uuid::Uuid::new_v4().simple().to_string();
+        let request_id = self.client.new_request_id();
         let reply = self.run_release(&request_id, lease_ms, all).await?;
         let mut st = self.state.lock().unwrap();
         match reply {
@@ -441,7 +441,7 @@ impl Drop for Holder {
         let (client, keys, owner) = (self.client.clone(), self.keys.clone(), self.owner.clone());
         tracing::debug!(lock = %keys.display, "last handle dropped while holding; releasing");
         self.client.spawn_orphan_release(move |conn| async move {
-            let request_id = uuid::Uuid::new_v4().simple().to_string();
+            let request_id = client.new_request_id();
             let _ = release_script(&client, conn, &keys, &owner, &request_id, 0, true).await;
         });
     }

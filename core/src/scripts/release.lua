@@ -8,11 +8,12 @@ local first = redis.call('get', KEYS[3])
 if first then
   return tonumber(first)
 end
-if not redis.call('hget', KEYS[1], ARGV[1]) then
+local held = redis.call('hget', KEYS[1], ARGV[1])
+if not held then
   return nil
 end
 local left = 0
-if ARGV[5] ~= 'all' then
+if ARGV[5] ~= 'all' and tonumber(held) > tonumber(ARGV[5]) then
   left = redis.call('hincrby', KEYS[1], ARGV[1], -tonumber(ARGV[5]))
 end
 if left > 0 then
