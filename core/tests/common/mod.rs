@@ -96,9 +96,11 @@ impl RedisServer {
         // Ready when the server on the port reports our child's pid: another process may own the port.
         loop {
             if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
-                assert!(Instant::now() < deadline, "redis-server did not start");
-                if self.tls {
-                    panic!("TLS redis-server exited at start (port {} taken?)", self.port);
+                if Instant::now() > deadline || self.tls {
+                    // Never leave a server behind, even when the test fails here.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("redis-server did not start on port {} (tls: {})", self.port, self.tls);
                 }
                 self.port = free_port(); // lost a race for the port: try another
                 cmd = self.command();
