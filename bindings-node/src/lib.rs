@@ -135,10 +135,6 @@ struct Shared {
     client: Mutex<Option<ferrolock::Client>>,
     on_lost: Mutex<Option<Arc<LostFn>>>,
     next_lock: AtomicU32,
-    /// Set by `close()`: pending acquires of this client stop at once. (Core's
-    /// shutdown stops them too, but one still subscribing only notices after the
-    /// response timeout.)
-    closing: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -149,7 +145,6 @@ impl Shared {
     /// Takes the client out (once) and drops the lost callback, which releases the
     /// threadsafe function.
     fn take(&self) -> Option<ferrolock::Client> {
-        self.closing.send_replace(true);
         self.on_lost.lock().unwrap().take();
         self.client.lock().unwrap().take()
     }
@@ -192,7 +187,6 @@ pub async fn connect(url: String, options: Option<ConnectOptions>) -> napi::Resu
                 client: Mutex::new(Some(client.clone())),
                 on_lost: Mutex::new(None),
                 next_lock: AtomicU32::new(1),
-                closing: watch::channel(false).0,
             }),
             client,
             hooked: AtomicU32::new(0),
@@ -439,7 +433,6 @@ impl NativeLock {
                 None => None,
             };
             let acquire = self.lock.acquire_hold(AcquireOptions { wait, lease });
-            let mut closing = self.shared.closing.subscribe();
             let aborted = async move {
                 match cancel_rx {
                     Some(rx) => {
@@ -452,9 +445,6 @@ impl NativeLock {
             let result = tokio::select! {
                 r = acquire => r,
                 _ = aborted => return Err(cancelled()),
-                _ = closing.wait_for(|c| *c) => {
-                    return Err(js_error(ErrorKind::Cancelled, "the ferrolock client was closed; create a new client"))
-                }
             };
             Ok(result.map_err(to_js)?.map(|hold| HoldInfo {
                 count: hold.hold_count(),
