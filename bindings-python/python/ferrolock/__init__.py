@@ -200,7 +200,62 @@ class Client:
         return f"<ferrolock.Client id={self.id}>"
 
 
-class Lock:
+class _PerCallerHolders:
+    """Holder identity shared by :class:`Lock` and :class:`ferrolock.aio.Lock`:
+    one native holder per caller (thread or task), created on first use, or one
+    shared holder for every caller when an explicit ``holder_id`` is given.
+    Subclasses say how a caller finds its holder (``_lookup``/``_remember``)."""
+
+    def __init__(self, native: _native.Client, name: str, fenced: bool, holder_id: int | None) -> None:
+        self._native_client = native
+        self._fenced = fenced
+        self._dispatch = _lost_dispatcher(weakref.ref(self))
+        # Validates the name now; answers questions about the lock as a whole.
+        self._probe = native.holder(name, fenced, holder_id)
+        self._shared: _native.Holder | None = None
+        if holder_id is not None:
+            self._probe.set_on_lost(self._dispatch)
+            self._shared = self._probe
+
+    def _notify_lost(self) -> None:
+        raise NotImplementedError
+
+    def _lookup(self, strict: bool) -> _native.Holder | None:
+        """The caller's holder, if any; ``strict`` raises when there is no caller identity."""
+        raise NotImplementedError
+
+    def _remember(self, holder: _native.Holder) -> None:
+        raise NotImplementedError
+
+    def _holder(self) -> _native.Holder:
+        """The caller's holder, created on first use."""
+        if self._shared is not None:
+            return self._shared
+        holder = self._lookup(strict=True)
+        if holder is None:
+            holder = self._native_client.holder(self._probe.name, self._fenced, None)
+            holder.set_on_lost(self._dispatch)
+            self._remember(holder)
+        return holder
+
+    def _current(self) -> _native.Holder | None:
+        """The caller's holder if it has one (never creates it)."""
+        if self._shared is not None:
+            return self._shared
+        return self._lookup(strict=False)
+
+    @property
+    def name(self) -> str:
+        """The lock name."""
+        return self._probe.name
+
+    @property
+    def fenced(self) -> bool:
+        """True for fenced locks."""
+        return self._fenced
+
+
+class Lock(_PerCallerHolders):
     """A distributed re-entrant lock: a :class:`threading.RLock` across processes.
 
     The holder is (this object, the calling thread): a thread may re-enter and
@@ -220,52 +275,24 @@ class Lock:
     ) -> None:
         self._client = client
         self._on_lost = on_lost
-        self._fenced = fenced
         self._local = threading.local()
-        self._dispatch = _lost_dispatcher(weakref.ref(self))
-        # Validates the name now; answers questions about the lock as a whole.
-        self._probe = client._native.holder(name, fenced, holder_id)
-        self._shared: _native.Holder | None = None
-        if holder_id is not None:
-            self._probe.set_on_lost(self._dispatch)
-            self._shared = self._probe
+        super().__init__(client._native, name, fenced, holder_id)
 
     def _notify_lost(self) -> None:
         if self._on_lost is not None:
             self._on_lost(self)
 
-    def _holder(self) -> _native.Holder:
-        """This thread's holder, created on first use."""
-        if self._shared is not None:
-            return self._shared
-        holder: _native.Holder | None = getattr(self._local, "holder", None)
-        if holder is None:
-            holder = self._client._native.holder(self._probe.name, self._fenced, None)
-            holder.set_on_lost(self._dispatch)
-            self._local.holder = holder
-        return holder
-
-    def _current(self) -> _native.Holder | None:
-        """This thread's holder if it has one (never creates it)."""
-        if self._shared is not None:
-            return self._shared
+    def _lookup(self, strict: bool) -> _native.Holder | None:
         holder: _native.Holder | None = getattr(self._local, "holder", None)
         return holder
 
-    @property
-    def name(self) -> str:
-        """The lock name."""
-        return self._probe.name
+    def _remember(self, holder: _native.Holder) -> None:
+        self._local.holder = holder
 
     @property
     def client(self) -> Client:
         """The client this lock was made from."""
         return self._client
-
-    @property
-    def fenced(self) -> bool:
-        """True for fenced locks."""
-        return self._fenced
 
     def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
         """Acquires the lock for the calling thread, with :class:`threading.RLock` semantics.

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _native, _lost_dispatcher, _wait_seconds, logger
+from . import _native, _PerCallerHolders, _wait_seconds, logger
 from ._errors import (
     ConnectionError,
     InvalidArgumentError,
@@ -141,7 +141,7 @@ def _current_task() -> asyncio.Task[object]:
     return task
 
 
-class Lock:
+class Lock(_PerCallerHolders):
     """A distributed re-entrant lock for asyncio; the holder is (this object, the
     current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`."""
 
@@ -156,50 +156,24 @@ class Lock:
     ) -> None:
         self._client = client
         self._on_lost = on_lost
-        self._fenced = fenced
         self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _native.Holder] = weakref.WeakKeyDictionary()
-        self._dispatch = _lost_dispatcher(weakref.ref(self))
-        self._probe = client._native.holder(name, fenced, holder_id)
-        self._shared: _native.Holder | None = None
-        if holder_id is not None:
-            self._probe.set_on_lost(self._dispatch)
-            self._shared = self._probe
+        super().__init__(client._native, name, fenced, holder_id)
 
     def _notify_lost(self) -> None:
         if self._on_lost is not None:
             self._on_lost(self)
 
-    def _holder(self) -> _native.Holder:
-        if self._shared is not None:
-            return self._shared
-        task = _current_task()
-        holder = self._holders.get(task)
-        if holder is None:
-            holder = self._client._native.holder(self._probe.name, self._fenced, None)
-            holder.set_on_lost(self._dispatch)
-            self._holders[task] = holder
-        return holder
-
-    def _current(self) -> _native.Holder | None:
-        if self._shared is not None:
-            return self._shared
-        task = asyncio.current_task()
+    def _lookup(self, strict: bool) -> _native.Holder | None:
+        task = _current_task() if strict else asyncio.current_task()
         return None if task is None else self._holders.get(task)
 
-    @property
-    def name(self) -> str:
-        """The lock name."""
-        return self._probe.name
+    def _remember(self, holder: _native.Holder) -> None:
+        self._holders[_current_task()] = holder
 
     @property
     def client(self) -> Client:
         """The client this lock was made from."""
         return self._client
-
-    @property
-    def fenced(self) -> bool:
-        """True for fenced locks."""
-        return self._fenced
 
     async def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
         """Acquires the lock for the current task (see :meth:`ferrolock.Lock.acquire`).
