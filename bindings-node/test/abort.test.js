@@ -2,27 +2,16 @@
 // AbortSignal before and during a wait, 1000 pending acquires on the Rust runtime,
 // and what close() does to pending waits. Nothing held or subscribed afterwards.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { getEventListeners } = require('node:events');
 const { Client, CancelledError, FerrolockError } = require('..');
-const { startRedis, eventually, within, raw, leftoverKeys } = require('./helpers');
+const { eventually, within, leftoverKeys, useRedis } = require('./helpers');
 
 let server;
 let redis;
 let client;
-
-before(async () => {
-  server = await startRedis();
-  redis = raw(server);
-  client = await Client.connect(server.url);
-});
-
-after(async () => {
-  await client?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
+useRedis((env) => ({ server, redis, client } = env));
 
 function isAbort(e) {
   return e instanceof CancelledError && e instanceof FerrolockError && e.name === 'AbortError' && e.code === 'ERR_CANCELLED';

@@ -1,28 +1,17 @@
 'use strict';
 // Every error code from a real cause (DESIGN §4).
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const ferrolock = require('..');
 const { Client, FerrolockError } = ferrolock;
-const { startRedis, freePort, within, raw } = require('./helpers');
+const { startRedis, freePort, within, useRedis } = require('./helpers');
 
 let server;
 let redis;
 let client;
-
-before(async () => {
-  server = await startRedis();
-  redis = raw(server);
-  client = await Client.connect(server.url);
-});
-
-after(async () => {
-  await client?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
+useRedis((env) => ({ server, redis, client } = env));
 
 function coded(code, cls) {
   return (e) => {

@@ -107,4 +107,28 @@ async function leftoverKeys(redis) {
   return keys.filter((k) => !k.startsWith('redisson_lock_token:')).sort();
 }
 
-module.exports = { startRedis, eventually, within, raw, leftoverKeys, freePort };
+/**
+ * Registers before/after hooks that start a redis-server for this test file (and,
+ * unless `clientOptions` is false, a connected Client) and stop them afterwards.
+ * `assign` receives { server, redis, client } once they exist.
+ */
+function useRedis(assign, clientOptions = {}) {
+  const { before, after } = require('node:test');
+  const env = { server: null, redis: null, client: null };
+  before(async () => {
+    env.server = await startRedis();
+    env.redis = raw(env.server);
+    if (clientOptions !== false) {
+      const { Client } = require('..');
+      env.client = await Client.connect(env.server.url, clientOptions);
+    }
+    assign(env);
+  });
+  after(async () => {
+    await env.client?.close();
+    env.redis?.disconnect();
+    await env.server?.stop();
+  });
+}
+
+module.exports = { startRedis, eventually, within, raw, leftoverKeys, freePort, useRedis };

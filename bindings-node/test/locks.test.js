@@ -2,27 +2,16 @@
 // Core lock behaviour through the Node API: exclusion, reentrancy, tryAcquire,
 // lease expiry, fencing, using / await using, queries.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { setImmediate: tick } = require('node:timers/promises');
 const { Client, Hold, Lock, FerrolockError, NotAcquiredError } = require('..');
-const { startRedis, eventually, within, raw, leftoverKeys } = require('./helpers');
+const { eventually, within, leftoverKeys, useRedis } = require('./helpers');
 
 let server;
 let redis;
 let client;
-
-before(async () => {
-  server = await startRedis();
-  redis = raw(server);
-  client = await Client.connect(server.url, { watchdogTimeoutMs: 3000 });
-});
-
-after(async () => {
-  await client?.close();
-  redis?.disconnect();
-  await server?.stop();
-});
+useRedis((env) => ({ server, redis, client } = env), { watchdogTimeoutMs: 3000 });
 
 test('8 handles x 100 non-atomic increments under one lock name: exact count', async () => {
   const name = 'count:exact';

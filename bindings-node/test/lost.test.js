@@ -1,24 +1,15 @@
 'use strict';
 // Lost holds are told: 'lost' event, aborted signals, ERR_LOCK_LOST on release.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
 const { Client, LockLostError } = require('..');
-const { startRedis, within, raw } = require('./helpers');
+const { within, useRedis } = require('./helpers');
 
 let server;
 let redis;
-
-before(async () => {
-  server = await startRedis();
-  redis = raw(server);
-});
-
-after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+useRedis((env) => ({ server, redis } = env), false);
 
 test("another client's forceUnlock: 'lost' event, signals aborted, release rejects", async () => {
   // Short watchdog: renewal every 200 ms finds the owner field gone.

@@ -2,7 +2,7 @@
 // worker_threads contention, workers that end without close(), exit after close(),
 // ESM import, and TypeScript seeing the types.
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const fs = require('node:fs');
@@ -11,21 +11,12 @@ const { once } = require('node:events');
 const { spawn } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Client } = require('..');
-const { startRedis, within, raw } = require('./helpers');
+const { within, useRedis } = require('./helpers');
 
 const fixtures = path.join(__dirname, 'fixtures');
 let server;
 let redis;
-
-before(async () => {
-  server = await startRedis();
-  redis = raw(server);
-});
-
-after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+useRedis((env) => ({ server, redis } = env), false);
 
 /** Runs a child process; resolves with its exit code and output, or fails after `ms`. */
 function runChild(cmd, args, ms, opts = {}) {
