@@ -36,3 +36,12 @@ start_scratch_redis() {
   done
   echo "redis-server did not start" >&2; cat "$REDIS_DIR/log" >&2; exit 1
 }
+
+# Debian's python3 lacks venv/ensurepip until python3-venv is installed.
+ensure_python_venv() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing from Debian's packages: python3-venv" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+}

@@ -24,6 +24,7 @@ mod lock;
 mod pubsub;
 pub mod runtime;
 mod scripts;
+mod status;
 pub mod validate;
 mod watchdog;
 
@@ -32,4 +33,5 @@ pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
 pub use holder::{Hold, LostCallback, LostEvent, Released};
 pub use lock::{AcquireOptions, Guard, Lock, LockOptions};
+pub use status::{HolderEntry, LockStatus};
 pub use watchdog::RenewalReport;

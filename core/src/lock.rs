@@ -7,6 +7,7 @@ use redis::aio::ConnectionManager;
 
 use crate::error::{Error, Result};
 use crate::holder::{Attempt, Hold, Holder, LostCallback, Released};
+use crate::status::{HolderEntry, LockStatus};
 use crate::{scripts, validate};
 
 /// How to build a lock handle (see [`crate::Client::lock_with`]).
@@ -256,6 +257,51 @@ impl Lock {
             .await
             .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
         Ok(unlocked == 1)
+    }
+
+    /// A snapshot of the lock: holders with their counts, remaining lease, subscribed
+    /// clients on its channel and the last fencing token. `WrongType` if the key is not a lock.
+    pub async fn status(&self) -> Result<LockStatus> {
+        let keys = &self.holder.keys;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
+        pipe.cmd("PUBSUB").arg("NUMSUB").arg(&keys.channel);
+        let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
+            self.query_idempotent(&pipe, "reading the status of").await?;
+        let not_a_lock = |what: &str| {
+            Error::new(
+                crate::ErrorKind::WrongType,
+                format!("the key at lock name \"{}\" holds {what}, not a lock; pick another lock name", self.name()),
+            )
+        };
+        if kind != "hash" && kind != "none" {
+            return Err(not_a_lock(&format!("a {kind}")));
+        }
+        let mut holders = Vec::new();
+        if kind == "hash" {
+            let cmd = redis::Cmd::hgetall(&keys.name);
+            let fields: Vec<(String, String)> = self.query_idempotent(&cmd, "reading the holders of").await?;
+            for (owner, count) in fields {
+                let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
+                holders.push(HolderEntry { owner, count });
+            }
+            holders.sort_by(|a, b| a.owner.cmp(&b.owner));
+        }
+        let remaining_lease = match (holders.is_empty(), pttl) {
+            (true, _) | (_, -2) => None,
+            (_, -1) => Some(Duration::MAX),
+            (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
+        };
+        let last_token = match token {
+            None => None,
+            Some(t) => Some(t.parse().map_err(|_| {
+                Error::new(
+                    crate::ErrorKind::WrongType,
+                    format!("the fencing-token counter of lock \"{}\" is not a number", self.name()),
+                )
+            })?),
+        };
+        Ok(LockStatus { name: self.name().to_string(), holders, remaining_lease, subscribers, last_token })
     }
 
     async fn query_type_pttl(&self) -> Result<(String, i64)> {

@@ -1,0 +1,1 @@
+//! `ferrolock demo`: placeholder.

@@ -1,0 +1,2 @@
+mod demo;
+fn main() {}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds everything the demo and the cross-language tests run, from a fresh clone
+# (debug builds, except the Python extension, which pip builds in release):
+# the `ferrolock` CLI, the Rust worker, libferrolock + the C worker, the Python
+# binding into bindings-python/.venv and the Node addon. Installs missing tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ensure_redis_server
+ensure_commands gcc:gcc make:make node:nodejs npm:npm
+python3 -c 'import venv, ensurepip' 2>/dev/null || ensure_python_venv
+
+target="${CARGO_TARGET_DIR:-$PWD/target}/debug"
+
+echo "== build: ferrolock CLI, Rust worker, libferrolock"
+cargo build -p ferrolock-cli -p ferrolock-tests -p ferrolock-c
+
+echo "== build: C worker"
+gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker.c \
+    -L"$target" -lferrolock_c -Wl,-rpath,"$target" -lpthread -o "$target/ferrolock-worker-c"
+
+echo "== build: Python binding (bindings-python/.venv)"
+bash bindings-python/build.sh
+
+echo "== build: Node addon"
+(cd bindings-node && FERROLOCK_NODE_PROFILE=debug npm install --no-fund --no-audit --no-package-lock --loglevel=error)

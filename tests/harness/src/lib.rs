@@ -1,0 +1,348 @@
+//! Test harness shared by every Rust test suite of the workspace: real redis-server
+//! processes started (and killed) by the tests themselves on free loopback ports,
+//! a TCP fault proxy, and small helpers. It does not depend on ferrolock itself.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A redis-server owned by one test. Killed on drop.
+pub struct RedisServer {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    extra: Vec<String>,
+    tls: bool,
+}
+
+static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "ferrolock-test-{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = RedisServer {
+            port: free_port(),
+            dir,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            tls: false,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A server that only speaks TLS (self-signed certificate made with openssl) and needs `password`.
+    pub fn start_tls(password: &str) -> RedisServer {
+        let mut server = RedisServer::start_with(&["--requirepass", password]);
+        server.kill();
+        let status = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .arg("-keyout")
+            .arg(server.dir.join("key.pem"))
+            .arg("-out")
+            .arg(server.dir.join("cert.pem"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl makes the test certificate");
+        assert!(status.success());
+        server.tls = true;
+        server.spawn();
+        server
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(redis_server_binary());
+        if self.tls {
+            cmd.args(["--port", "0", "--tls-port", &self.port.to_string(), "--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(self.dir.join("cert.pem"))
+                .arg("--tls-key-file")
+                .arg(self.dir.join("key.pem"));
+        } else {
+            cmd.arg("--port").arg(self.port.to_string());
+        }
+        cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = self.command();
+        let mut child = cmd.spawn().expect("start redis-server (is it installed? the README's test command installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Ready when the server on the port reports our child's pid: another process may own the port.
+        loop {
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                if Instant::now() > deadline || self.tls {
+                    // Never leave a server behind, even when the test fails here.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("redis-server did not start on port {} (tls: {})", self.port, self.tls);
+                }
+                self.port = free_port(); // lost a race for the port: try another
+                cmd = self.command();
+                child = cmd.spawn().unwrap();
+                continue;
+            }
+            if self.reports_pid(child.id()) && child.try_wait().unwrap().is_none() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.child = Some(child);
+    }
+
+    fn reports_pid(&self, pid: u32) -> bool {
+        if self.tls {
+            // No TLS client here: a live child with a listening port is ours.
+            return std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok();
+        }
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else { return false };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        if s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").is_err() {
+            return false;
+        }
+        let mut buf = vec![0u8; 8192];
+        let mut got = Vec::new();
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if got.starts_with(b"-") || (String::from_utf8_lossy(&got).contains("process_id:") && got.ends_with(b"\r\n\r\n")) {
+                break;
+            }
+        }
+        let reply = String::from_utf8_lossy(&got);
+        if reply.starts_with("-NOAUTH") {
+            // A password-protected server that answers: ours if our child is still alive.
+            return true;
+        }
+        reply.contains(&format!("process_id:{pid}\r\n"))
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (like a crash) and starts a new empty one on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A raw connection for looking at what ferrolock wrote.
+    pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url()).unwrap().get_multiplexed_async_connection().await.unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn redis_server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// Waits until `check` is true, re-checking every 10 ms, failing after `limit`.
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// All keys in the server's db 0.
+pub async fn keys(conn: &mut redis::aio::MultiplexedConnection) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query_async(conn).await.unwrap();
+    keys.sort();
+    keys
+}
+
+pub async fn numsub(conn: &mut redis::aio::MultiplexedConnection, channel: &str) -> i64 {
+    let (_, n): (String, i64) = redis::cmd("PUBSUB").arg("NUMSUB").arg(channel).query_async(conn).await.unwrap();
+    n
+}
+
+/// Script calls so far (EVALSHA + EVAL), from INFO commandstats.
+pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A TCP proxy in front of a server that can cut the connection right after
+/// forwarding a request that contains a marker, before its reply comes back:
+/// the command runs on the server, the client never sees the answer.
+pub struct FaultProxy {
+    pub port: u16,
+    cut_marker: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+    pub cuts: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FaultProxy {
+    pub async fn start(upstream_port: u16) -> FaultProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut_marker = Arc::new(std::sync::Mutex::new(None::<Vec<u8>>));
+        let cuts = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (m, c, s) = (cut_marker.clone(), cuts.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((inbound, _)) = listener.accept().await else { return };
+                if s.load(Ordering::Relaxed) {
+                    return;
+                }
+                let (m, c) = (m.clone(), c.clone());
+                tokio::spawn(async move {
+                    let Ok(outbound) = tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await else { return };
+                    pump(inbound, outbound, m, c).await;
+                });
+            }
+        });
+        FaultProxy { port, cut_marker, cuts, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The next request containing `marker` runs on the server but its connection is cut
+    /// before the reply reaches the client.
+    pub fn cut_next_reply_to(&self, marker: &[u8]) {
+        *self.cut_marker.lock().unwrap() = Some(marker.to_vec());
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+async fn pump(
+    inbound: tokio::net::TcpStream,
+    outbound: tokio::net::TcpStream,
+    marker: Arc<std::sync::Mutex<Option<Vec<u8>>>>,
+    cuts: Arc<AtomicU64>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut ci, mut co) = inbound.into_split();
+    let (mut si, mut so) = outbound.into_split();
+    let drop_reply = Arc::new(AtomicBool::new(false));
+    let drop_reply2 = drop_reply.clone();
+    let upstream = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match ci.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            {
+                let mut m = marker.lock().unwrap();
+                if m.as_ref().is_some_and(|needle| buf[..n].windows(needle.len()).any(|w| w == needle.as_slice())) {
+                    *m = None;
+                    drop_reply2.store(true, Ordering::SeqCst);
+                }
+            }
+            if so.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            if drop_reply2.load(Ordering::SeqCst) {
+                // Let the server run it and answer; the downstream half drops the answer.
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let downstream = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match si.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if drop_reply.load(Ordering::SeqCst) {
+                cuts.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            if co.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = upstream => {}
+        _ = downstream => {}
+    }
+}
+
+/// Path of an example binary built by `cargo test` (target/<profile>/examples/NAME).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path = profile_dir.join("examples").join(name);
+    assert!(path.exists(), "example {name} not built at {}", path.display());
+    path
+}
+
+/// Path of a binary of the workspace (target/<profile>/NAME), built before the tests run.
+pub fn target_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.exists(),
+        "{name} is not built at {}; build it first (scripts/test.sh does: cargo build --workspace --bins)",
+        path.display()
+    );
+    path
+}
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
