@@ -2,6 +2,9 @@
 //! processes started (and killed) by the tests themselves on free loopback ports,
 //! a TCP fault proxy, and small helpers. It does not depend on ferrolock itself.
 
+mod workers;
+pub use workers::*;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -30,12 +33,17 @@ impl RedisServer {
     }
 
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::try_start(extra).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`RedisServer::start_with`], with an error instead of a panic (for `ferrolock demo`).
+    pub fn try_start(extra: &[&str]) -> Result<RedisServer, String> {
         let dir = std::env::temp_dir().join(format!(
             "ferrolock-test-{}-{}",
             std::process::id(),
             NEXT_DIR.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut server = RedisServer {
             port: free_port(),
             dir,
@@ -43,8 +51,8 @@ impl RedisServer {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             tls: false,
         };
-        server.spawn();
-        server
+        server.spawn()?; // on error, drop removes the directory
+        Ok(server)
     }
 
     /// A server that only speaks TLS (self-signed certificate made with openssl) and needs `password`.
@@ -63,7 +71,7 @@ impl RedisServer {
             .expect("openssl makes the test certificate");
         assert!(status.success());
         server.tls = true;
-        server.spawn();
+        server.spawn().unwrap_or_else(|e| panic!("{e}"));
         server
     }
 
@@ -87,9 +95,11 @@ impl RedisServer {
         cmd
     }
 
-    fn spawn(&mut self) {
+    fn spawn(&mut self) -> Result<(), String> {
         let mut cmd = self.command();
-        let mut child = cmd.spawn().expect("start redis-server (is it installed? the README's test command installs it)");
+        let mut child = cmd.spawn().map_err(|e| {
+            format!("cannot start {}: {e} (is redis-server installed? the README's set-up commands install it)", redis_server_binary())
+        })?;
         let deadline = Instant::now() + Duration::from_secs(10);
         // Ready when the server on the port reports our child's pid: another process may own the port.
         loop {
@@ -98,11 +108,11 @@ impl RedisServer {
                     // Never leave a server behind, even when the test fails here.
                     let _ = child.kill();
                     let _ = child.wait();
-                    panic!("redis-server did not start on port {} (tls: {})", self.port, self.tls);
+                    return Err(format!("redis-server did not start on port {} (tls: {})", self.port, self.tls));
                 }
                 self.port = free_port(); // lost a race for the port: try another
                 cmd = self.command();
-                child = cmd.spawn().unwrap();
+                child = cmd.spawn().map_err(|e| format!("cannot start redis-server: {e}"))?;
                 continue;
             }
             if self.reports_pid(child.id()) && child.try_wait().unwrap().is_none() {
@@ -111,6 +121,7 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(5));
         }
         self.child = Some(child);
+        Ok(())
     }
 
     fn reports_pid(&self, pid: u32) -> bool {
@@ -150,7 +161,7 @@ impl RedisServer {
     /// Kills the server (like a crash) and starts a new empty one on the same port.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        self.spawn().unwrap_or_else(|e| panic!("{e}"));
     }
 
     pub fn kill(&mut self) {
