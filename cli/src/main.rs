@@ -1,2 +1,314 @@
+//! `ferrolock`: a distributed flock(1) on Redis, speaking Redisson's lock protocol.
+//!
+//! ```text
+//! ferrolock [--url URL] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced]
+//!                           [--conflict-exit-code N] [--kill-after SECS] -- CMD [ARGS...]
+//! ferrolock [--url URL] status NAME [--json]
+//! ferrolock [--url URL] unlock --force NAME
+//! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
+//! ```
+//!
+//! The URL is `--url` (accepted before or after the subcommand), else `REDIS_URL`,
+//! else `redis://127.0.0.1:6379`. Diagnostics go to stderr, prefixed `ferrolock:`.
+//!
+//! Exit status:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free), `unlock` (locked or not) |
+//! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`) |
+//! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force` |
+//! | 65 | the key at the lock name is not a lock |
+//! | 69 | Redis unavailable: refused, timed out, bad credentials |
+//! | 70 | internal error |
+//! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone |
+//! | 126 | `run`: CMD is not executable |
+//! | 127 | `run`: CMD not found |
+//! | 128+N | CMD died of signal N, or ferrolock got signal N while waiting (nothing is then held) |
+
+mod child;
 mod demo;
-fn main() {}
+mod exit;
+mod run;
+mod signals;
+mod spinner;
+mod status;
+mod target;
+mod unlock;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use ferrolock::AcquireOptions;
+
+const ABOUT: &str = "A distributed flock(1) on Redis: run a command while holding a lock that \
+Redisson (Java) and ferrolock clients in Python, Node.js, C and Rust respect.";
+
+const EXAMPLES: &str = "\
+Examples:
+  ferrolock run nightly-report -- ./report.sh --full    # wait as long as it takes
+  ferrolock run -n deploy -- make deploy                 # give up at once if busy (exit 1)
+  ferrolock --url redis://:secret@redis:6379 status deploy --json
+  ferrolock unlock --force deploy
+
+The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379.";
+
+#[derive(Parser)]
+#[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
+struct Cli {
+    /// Redis URL: redis://[user:password@]host[:port][/db] or rediss:// for TLS
+    /// [default: $REDIS_URL, else redis://127.0.0.1:6379]
+    #[arg(long, global = true, value_name = "URL")]
+    url: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Run(RunArgs),
+    Status(StatusArgs),
+    Unlock(UnlockArgs),
+    Demo(DemoArgs),
+}
+
+const RUN_HELP: &str = "\
+While waiting on a terminal, a status line shows the holder and its remaining
+lease; nothing is printed when stderr is not a terminal (as in cron).
+
+While CMD runs, the lock is renewed by a watchdog (or kept for the --lease) and
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to ferrolock are passed
+to CMD (signals from the terminal reach CMD directly and are not sent twice). The
+same signals received while still waiting stop the wait: exit 128+N, nothing held.
+If the lock is lost while CMD runs (expired, force-unlocked, Redis lost it), CMD
+gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
+
+Examples:
+  ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
+  ferrolock run --wait 30 -E 0 cron-job -- ./job.sh   # skip quietly if busy for 30 s
+  ferrolock run --fenced ledger -- sh -c 'write --fence \"$FERROLOCK_TOKEN\"'
+  ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min";
+
+/// Run CMD while holding lock NAME; exit with CMD's status.
+#[derive(Args)]
+#[command(
+    override_usage = "ferrolock run [OPTIONS] <NAME> [--] <CMD> [ARGS]...",
+    after_help = format!("{RUN_HELP}\n\n{}", exit::TABLE)
+)]
+struct RunArgs {
+    /// Lock name (the Redis key; Redisson's RLock/RFencedLock of the same name excludes it too)
+    name: OsString,
+
+    /// Give up after waiting SECS (fractions allowed; 0 = try once) [default: wait forever]
+    #[arg(short, long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
+    wait: Option<Duration>,
+
+    /// Do not wait: the same as --wait 0
+    #[arg(short = 'n', long, conflicts_with = "wait")]
+    nonblock: bool,
+
+    /// Hold the lock at most SECS, with no renewal: if CMD runs longer it loses the lock
+    /// (exit 75) [default: renewed by the watchdog for as long as CMD runs]
+    #[arg(long, value_name = "SECS", value_parser = parse_lease, allow_negative_numbers = true)]
+    lease: Option<Duration>,
+
+    /// Lease of the watchdog-renewed lock, renewed every third of it: how long the lock
+    /// outlives a crashed or cut-off ferrolock [default: 30]
+    #[arg(long, value_name = "SECS", value_parser = parse_watchdog, allow_negative_numbers = true, conflicts_with = "lease")]
+    watchdog: Option<Duration>,
+
+    /// Take the lock as a fenced lock: CMD gets its fencing token (strictly increasing
+    /// per lock name) in FERROLOCK_TOKEN
+    #[arg(long)]
+    fenced: bool,
+
+    /// Exit status when the lock was not acquired within --wait
+    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::CONFLICT as u8)]
+    conflict_exit_code: u8,
+
+    /// After the lock is lost and CMD got SIGTERM, send SIGKILL if it still runs after SECS
+    /// [default: wait for CMD however long it takes]
+    #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
+    kill_after: Option<Duration>,
+
+    /// The command to run and its arguments (put them after `--` when they start with `-`)
+    #[arg(value_name = "CMD", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// Show whether lock NAME is held, by whom, for how long still, and who waits.
+#[derive(Args)]
+#[command(after_help = "\
+Shows: held or free; each holder (owner field <client-id>:<holder-id>) with its
+hold count; the remaining lease; the number of clients subscribed to the lock's
+release channel (each client with at least one waiter counts once); the last
+fencing token handed out for NAME. Exits 0 whether the lock is held or free.
+
+--json prints one line:
+  {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1}],
+   \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
+remaining_lease_ms is null when the lock is free and -1 when it has no expiry;
+last_token is null when NAME was never taken as a fenced lock.
+
+Examples:
+  ferrolock status deploy
+  ferrolock status deploy --json | jq .holders")]
+struct StatusArgs {
+    /// Lock name
+    name: OsString,
+
+    /// Print the status as JSON (see below)
+    #[arg(long)]
+    json: bool,
+}
+
+/// Break lock NAME whoever holds it, and wake its waiters.
+#[derive(Args)]
+#[command(after_help = "\
+The holder loses the lock: a `ferrolock run` holder sends SIGTERM to its command
+and exits 75; other ferrolock and Redisson clients report the hold as lost. Prints
+`unlocked NAME` or `NAME was not locked` and exits 0 either way.
+
+Example:
+  ferrolock status deploy && ferrolock unlock --force deploy")]
+struct UnlockArgs {
+    /// Lock name
+    name: OsString,
+
+    /// Required: confirms that the current holder may lose the lock mid-work
+    #[arg(long)]
+    force: bool,
+}
+
+/// Watch workers in several languages hand a lock over on Redis.
+#[derive(Args)]
+#[command(after_help = "\
+Uses --url or $REDIS_URL when given; otherwise starts a scratch redis-server of its own.
+
+Example:
+  ferrolock demo --seconds 5")]
+struct DemoArgs {
+    /// How long the demo runs
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    seconds: u64,
+
+    /// Directory with the worker programs [default: next to this binary]
+    #[arg(long, value_name = "DIR")]
+    workers: Option<PathBuf>,
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let max = ferrolock::validate::MAX_DURATION.as_secs();
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && (0.0..=max as f64).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("give a number of seconds from 0 to {max} (7 days), like 5 or 0.5")),
+    }
+}
+
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    parse_seconds(text)
+}
+
+fn parse_lease(text: &str) -> Result<Duration, String> {
+    match parse_seconds(text)? {
+        lease if lease < ferrolock::validate::MIN_LEASE => Err("a lease must be at least 0.001 s".to_string()),
+        lease => Ok(lease),
+    }
+}
+
+fn parse_watchdog(text: &str) -> Result<Duration, String> {
+    // The client's lower bound: renewing every 10 ms is already a lot of traffic.
+    match parse_seconds(text)? {
+        lease if lease < Duration::from_millis(30) => Err("the watchdog lease must be at least 0.03 s".to_string()),
+        lease => Ok(lease),
+    }
+}
+
+/// Parses the command line; usage errors exit 2 with the `ferrolock:` prefix.
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if err.use_stderr() => {
+            let text = err.render().to_string();
+            match text.strip_prefix("error: ") {
+                Some(rest) => eprint!("ferrolock: {rest}"),
+                None => eprint!("{text}"),
+            }
+            std::process::exit(exit::USAGE);
+        }
+        Err(err) => err.exit(), // --help, --version
+    }
+}
+
+fn main() {
+    let cli = parse();
+    let code = match cli.command {
+        // The demo runs its own runtime, and its own server when no URL is given.
+        Command::Demo(args) => demo::run(target::given(cli.url).map(|t| t.url), args.seconds, args.workers),
+        command => dispatch(target::resolve(cli.url), command),
+    };
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    std::process::exit(code);
+}
+
+fn dispatch(target: target::Target, command: Command) -> i32 {
+    if let Command::Unlock(UnlockArgs { force: false, .. }) = command {
+        exit::say(unlock::WHY_FORCE);
+        eprintln!("\nUsage: ferrolock unlock --force <NAME>");
+        return exit::USAGE;
+    }
+    let name = match &command {
+        Command::Run(args) => &args.name,
+        Command::Status(args) => &args.name,
+        Command::Unlock(args) => &args.name,
+        Command::Demo(_) => unreachable!("the demo is dispatched in main"),
+    };
+    // A bad name is a usage error, found before connecting (or waiting for a server).
+    if let Err(e) = ferrolock::validate::lock_name(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str())) {
+        exit::say(e.message());
+        return exit::USAGE;
+    }
+    // Before anything else: from here on no signal can kill us with the lock held.
+    let signals = match &command {
+        Command::Run(_) => match signals::Signals::install() {
+            Ok(signals) => Some(signals),
+            Err(e) => {
+                exit::say(&format!("cannot install signal handlers: {e}"));
+                return exit::INTERNAL;
+            }
+        },
+        _ => None,
+    };
+    // Two workers: the watchdog keeps renewing even if one is busy.
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            exit::say(&format!("cannot start the async runtime: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    runtime.block_on(async move {
+        match command {
+            Command::Run(args) => {
+                let wait = if args.nonblock { Some(Duration::ZERO) } else { args.wait };
+                let plan = run::Plan {
+                    name: args.name,
+                    acquire: AcquireOptions { wait, lease: args.lease },
+                    watchdog: args.watchdog,
+                    fenced: args.fenced,
+                    conflict_exit_code: i32::from(args.conflict_exit_code),
+                    kill_after: args.kill_after,
+                    command: args.command,
+                };
+                run::run(target, plan, signals.expect("installed above")).await
+            }
+            Command::Status(args) => status::run(target, &args.name, args.json).await,
+            Command::Unlock(args) => unlock::run(target, &args.name).await,
+            Command::Demo(_) => unreachable!("the demo is dispatched in main"),
+        }
+    })
+}

@@ -1,0 +1,61 @@
+//! The exit-code table. Codes follow flock(1) for conflicts, shells for commands
+//! that cannot run or die of a signal, and sysexits.h for the rest, so scripts can
+//! tell "someone else has it" (1) from "Redis is down" (69) from "we lost it" (75).
+
+use ferrolock::{Error, ErrorKind};
+
+/// The lock was not acquired within --wait (unless --conflict-exit-code says otherwise).
+pub const CONFLICT: i32 = 1;
+/// Bad command line: unknown option, missing CMD, bad duration, bad URL or lock name.
+pub const USAGE: i32 = 2;
+/// The key at the lock name holds something that is not a lock (EX_DATAERR).
+pub const WRONG_TYPE: i32 = 65;
+/// Redis unreachable, refused, timed out or rejected the credentials (EX_UNAVAILABLE).
+pub const UNAVAILABLE: i32 = 69;
+/// A bug in ferrolock or a reply it does not understand (EX_SOFTWARE).
+pub const INTERNAL: i32 = 70;
+/// The lock was lost while CMD ran, or its release found it gone (EX_TEMPFAIL).
+pub const LOST: i32 = 75;
+/// CMD exists but cannot be executed.
+pub const CANNOT_EXECUTE: i32 = 126;
+/// CMD was not found.
+pub const NOT_FOUND: i32 = 127;
+/// CMD (or ferrolock, while waiting) was ended by signal N: 128 + N.
+pub const SIGNAL_BASE: i32 = 128;
+
+/// The table as shown by `--help`.
+pub const TABLE: &str = "\
+Exit status:
+  0 or CMD's   run: CMD's own exit status (0 when it succeeded)
+  1            run: lock not acquired within --wait (change with --conflict-exit-code)
+  2            usage error (bad option, missing CMD, bad duration, URL or lock name)
+  65           the key at the lock name is not a lock (another type of Redis key)
+  69           Redis unavailable: connection refused or timed out, bad credentials
+  70           internal error (a ferrolock bug or an unexpected reply)
+  75           run: the lock was lost while CMD ran (CMD got SIGTERM)
+  126          run: CMD found but not executable
+  127          run: CMD not found
+  128+N        CMD died of signal N, or ferrolock got signal N while waiting";
+
+/// The exit code for a core error.
+pub fn for_kind(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::Connection => UNAVAILABLE,
+        ErrorKind::InvalidArgument => USAGE,
+        ErrorKind::WrongType => WRONG_TYPE,
+        ErrorKind::LockLost => LOST,
+        ErrorKind::NotAcquired => CONFLICT,
+        _ => INTERNAL,
+    }
+}
+
+/// Reports a core error on stderr and returns its exit code.
+pub fn fail(err: &Error) -> i32 {
+    say(err.message());
+    for_kind(err.kind())
+}
+
+/// One diagnostic line on stderr.
+pub fn say(message: &str) {
+    eprintln!("ferrolock: {message}");
+}

@@ -1,0 +1,34 @@
+//! `ferrolock unlock --force`: break a lock whose holder is stuck or gone.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use crate::exit;
+use crate::target::{self, Target};
+
+/// Said when `--force` is missing: the command is destructive for whoever holds the lock.
+pub const WHY_FORCE: &str = "unlock needs --force: it deletes the lock whoever holds it, so the holder \
+loses it mid-work (a `ferrolock run` holder stops its command with SIGTERM and exits 75); \
+use `ferrolock status NAME` to see who holds it first";
+
+pub async fn run(target: Target, name: &OsStr) -> i32 {
+    let client = match target::connect(&target, None).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let result = async {
+        let lock = client.lock(name.as_bytes())?;
+        // Force unlock DELetes the key whatever it is: refuse to destroy data that is not a lock.
+        lock.is_locked().await?;
+        lock.force_unlock().await
+    }
+    .await;
+    let _ = client.shutdown().await;
+    let shown = name.to_string_lossy();
+    match result {
+        Ok(true) => println!("unlocked {shown}"),
+        Ok(false) => println!("{shown} was not locked"),
+        Err(e) => return exit::fail(&e),
+    }
+    0
+}
