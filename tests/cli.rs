@@ -1,1 +1,686 @@
-//! placeholder
+//! The `ferrolock` command-line tool against a real redis-server: exit codes,
+//! conflicts, lost locks, signal forwarding, fencing tokens, `status` and
+//! `unlock --force`. Build it first: `cargo build -p ferrolock-cli`.
+//!
+//! Commands run under the lock are small sh scripts that write files: the tests
+//! synchronise on those files and on Redis state, never on sleeps.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ferrolock_harness::{eventually, free_port, keys, numsub, target_binary, RedisServer};
+
+/// A directory for the files the commands write. Dropping it also creates `stop`,
+/// which ends every holding script still running (they give up after a minute anyway).
+struct Scratch {
+    dir: PathBuf,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "ferrolock-cli-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir }
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.dir.join(file).display().to_string()
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.dir.join(file)).ok().map(|s| s.trim().to_string())
+    }
+
+    async fn wait_for(&self, file: &str) {
+        let path = self.dir.join(file);
+        eventually(Duration::from_secs(10), &format!("{file} to be written"), || {
+            let exists = path.exists();
+            async move { exists }
+        })
+        .await;
+    }
+
+    fn stop(&self) {
+        std::fs::write(self.dir.join("stop"), "").unwrap();
+    }
+
+    /// A script that writes `ready`, then holds until `stop` exists, running `on_signal`
+    /// (sh trap syntax: `trap '<on_signal>' <signals>`) if it gets one of `signals`.
+    fn holder_script(&self, traps: &[(&str, &str)]) -> Vec<String> {
+        let mut script = String::new();
+        for (signal, action) in traps {
+            script.push_str(&format!("trap '{action}' {signal}\n"));
+        }
+        script.push_str(&format!(
+            "echo ready > {ready}\n\
+             i=0\n\
+             while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+            ready = self.path("ready"),
+            stop = self.path("stop"),
+        ));
+        vec!["sh".into(), "-c".into(), script]
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("stop"), "");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `ferrolock ARGS` with REDIS_URL pointing at the test's server.
+fn ferrolock(server: &RedisServer, args: &[&str]) -> Command {
+    let mut cmd = Command::new(target_binary("ferrolock"));
+    cmd.args(args).env("REDIS_URL", server.url()).stdin(Stdio::null());
+    cmd
+}
+
+/// `ferrolock run [OPTIONS] NAME -- CMD...`
+fn run_cmd(server: &RedisServer, options: &[&str], name: &str, command: &[String]) -> Command {
+    let mut cmd = ferrolock(server, &["run"]);
+    cmd.args(options).arg(name).arg("--").args(command);
+    cmd
+}
+
+fn sh(script: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), script.into()]
+}
+
+struct Finished {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Runs to completion (commands that end by themselves).
+fn finish_now(cmd: &mut Command) -> Finished {
+    let out = cmd.output().unwrap();
+    Finished {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A `ferrolock` running in the background; SIGKILLed if a test fails before it ends.
+struct Running {
+    child: Child,
+}
+
+impl Running {
+    fn start(cmd: &mut Command) -> Running {
+        Running { child: cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap() }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill").args(["-s", signal, &self.pid().to_string()]).status().unwrap();
+        assert!(status.success(), "kill -s {signal} failed");
+    }
+
+    fn has_exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
+    async fn finish(mut self, limit: Duration) -> Finished {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "ferrolock (pid {}) did not exit within {limit:?}", self.pid());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        self.child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+        self.child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        Finished { code: status.code().unwrap_or(-1), stdout, stderr }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn channel(name: &str) -> String {
+    format!("redisson_lock__channel:{{{name}}}")
+}
+
+async fn status_json(server: &RedisServer, name: &str) -> serde_json::Value {
+    let out = finish_now(&mut ferrolock(server, &["status", name, "--json"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("status --json printed {:?}: {e}", out.stdout))
+}
+
+/// Nothing but fencing-token counters may stay behind.
+async fn assert_nothing_locked(server: &RedisServer) {
+    let mut conn = server.raw().await;
+    let left: Vec<String> = keys(&mut conn).await.into_iter().filter(|k| !k.starts_with("redisson_lock_token:")).collect();
+    assert!(left.is_empty(), "keys left behind: {left:?}");
+}
+
+#[tokio::test]
+async fn cmd_exit_status_passes_through() {
+    let server = RedisServer::start();
+    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("echo hello; exit 0")));
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "hello\n", ""), "{out:?}");
+    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("exit 3")));
+    assert_eq!(out.code, 3, "{out:?}");
+    // Died of a signal: 128 + N, as shells report it.
+    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("kill -KILL $$")));
+    assert_eq!(out.code, 137, "{out:?}");
+    // Without `--`, everything after the first word of CMD belongs to CMD.
+    let out = finish_now(ferrolock(&server, &["run", "pass", "sh", "-c", "echo \"$1\"", "sh", "--wait"]).arg("x"));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "--wait\n"), "{out:?}");
+    assert_nothing_locked(&server).await;
+    let mut conn = server.raw().await;
+    assert!(keys(&mut conn).await.is_empty());
+}
+
+#[tokio::test]
+async fn cmd_not_found_127_not_executable_126() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let out = finish_now(&mut run_cmd(&server, &[], "nf", &["ferrolock-no-such-command".to_string()]));
+    assert_eq!(out.code, 127, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("not found"), "{out:?}");
+    let plain = scratch.path("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\necho no\n").unwrap();
+    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[plain]));
+    assert_eq!(out.code, 126, "{out:?}");
+    assert!(out.stderr.contains("not executable"), "{out:?}");
+    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[scratch.dir.display().to_string()]));
+    assert_eq!(out.code, 126, "{out:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let bin = target_binary("ferrolock");
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "name"], "<CMD>"),
+        (&["run", "name", "--"], "<CMD>"),
+        (&["run", "--wait", "-1", "name", "--", "true"], "--wait"),
+        (&["run", "--wait", "soon", "name", "--", "true"], "--wait"),
+        (&["run", "--wait", "nan", "name", "--", "true"], "--wait"),
+        (&["run", "--wait", "inf", "name", "--", "true"], "--wait"),
+        (&["run", "--lease", "0", "name", "--", "true"], "--lease"),
+        (&["run", "-n", "--wait", "1", "name", "--", "true"], "--wait"),
+        (&["run", "--lease", "5", "--watchdog", "5", "name", "--", "true"], "--watchdog"),
+        (&["run", "-E", "256", "name", "--", "true"], "--conflict-exit-code"),
+        (&["unlock", "name"], "--force"),
+        (&["lock", "name"], "lock"),
+        (&["status"], "<NAME>"),
+        (&["status", ""], "lock name is empty"),
+        (&["run", "", "--", "true"], "lock name is empty"),
+    ];
+    for (args, mentions) in cases {
+        // Nothing listens here: a usage error must be reported before any connection.
+        let out = finish_now(Command::new(&bin).args(*args).env("REDIS_URL", "redis://127.0.0.1:1"));
+        assert_eq!(out.code, 2, "ferrolock {args:?}: {out:?}");
+        assert!(out.stderr.starts_with("ferrolock: "), "ferrolock {args:?}: {out:?}");
+        assert!(out.stderr.contains(mentions), "ferrolock {args:?} should mention {mentions}: {out:?}");
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let bin = target_binary("ferrolock");
+    let out = finish_now(Command::new(&bin).arg("--help"));
+    assert_eq!(out.code, 0, "{out:?}");
+    for needle in ["run", "status", "unlock", "REDIS_URL", "Examples", "Exit status", "69", "75", "127"] {
+        assert!(out.stdout.contains(needle), "--help lacks {needle}: {out:?}");
+    }
+    for sub in ["run", "status", "unlock", "demo"] {
+        let out = finish_now(Command::new(&bin).args([sub, "--help"]));
+        assert_eq!(out.code, 0, "{sub} --help: {out:?}");
+        assert!(out.stdout.contains("Example"), "{sub} --help has no examples: {out:?}");
+    }
+    let out = finish_now(Command::new(&bin).args(["status", "--help"]));
+    assert!(out.stdout.contains("-1") && out.stdout.contains("remaining_lease_ms"), "{out:?}");
+    let out = finish_now(Command::new(&bin).arg("--version"));
+    assert_eq!((out.code, out.stdout.trim()), (0, concat!("ferrolock ", env!("CARGO_PKG_VERSION"))), "{out:?}");
+}
+
+#[test]
+fn unreachable_server_exits_69_fast_without_showing_the_password() {
+    let bin = target_binary("ferrolock");
+    let port = free_port(); // nothing listens on it once the probe socket is gone
+    let url = format!("redis://user:s3cret@127.0.0.1:{port}");
+    let runs: [&[&str]; 3] = [&["run", "x", "--", "true"], &["status", "x"], &["unlock", "--force", "x"]];
+    for args in runs {
+        let started = Instant::now();
+        let out = finish_now(Command::new(&bin).arg("--url").arg(&url).args(args).env_remove("REDIS_URL"));
+        assert_eq!(out.code, 69, "{args:?}: {out:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", started.elapsed());
+        assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("cannot connect"), "{out:?}");
+        assert!(out.stderr.contains(&port.to_string()), "{out:?}");
+        assert!(!out.stderr.contains("s3cret") && !out.stdout.contains("s3cret"), "{out:?}");
+    }
+    // A malformed URL is a usage error; it is echoed with the password masked.
+    let out = finish_now(Command::new(&bin).args(["status", "x", "--url", "redis://user:s3cret@127.0.0.1:99999"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("redis://user:***@127.0.0.1:99999") && !out.stderr.contains("s3cret"), "{out:?}");
+}
+
+#[tokio::test]
+async fn conflict_exits_1_or_the_conflict_exit_code() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    // --url after the subcommand, no REDIS_URL: same server.
+    let mut holder_cmd = run_cmd(&server, &["--url", &server.url()], "busy", &scratch.holder_script(&[]));
+    holder_cmd.env_remove("REDIS_URL");
+    let holder = Running::start(&mut holder_cmd);
+    scratch.wait_for("ready").await;
+
+    let marker = scratch.path("second-ran");
+    let second = sh(&format!("echo ran > {marker}"));
+    for (options, code) in [(&["--wait", "0"][..], 1), (&["-n"][..], 1), (&["--wait", "0", "--conflict-exit-code", "9"][..], 9)] {
+        let out = finish_now(&mut run_cmd(&server, options, "busy", &second));
+        assert_eq!(out.code, code, "{options:?}: {out:?}");
+        // Quiet like flock(1) when stderr is not a terminal.
+        assert_eq!(out.stderr, "", "{options:?}");
+    }
+    let started = Instant::now();
+    let out = finish_now(&mut run_cmd(&server, &["--wait", "0.3", "-E", "4"], "busy", &second));
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(started.elapsed() >= Duration::from_millis(300), "gave up after {:?}", started.elapsed());
+    let out = finish_now(&mut run_cmd(&server, &["--wait", "0.3"], "busy", &second));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(scratch.read("second-ran").is_none(), "CMD ran without the lock");
+
+    scratch.stop();
+    let out = holder.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = finish_now(&mut run_cmd(&server, &["-n"], "busy", &second));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(scratch.read("second-ran").as_deref(), Some("ran"));
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn lost_lock_sends_sigterm_to_cmd_and_exits_75() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let got = scratch.path("got");
+    let script = scratch.holder_script(&[("TERM", &format!("echo TERM > {got}; exit 12"))]);
+    // A short watchdog: the renewal that finds the hold gone comes within 0.1 s.
+    let holder = Running::start(&mut run_cmd(&server, &["--watchdog", "0.3"], "lost", &script));
+    scratch.wait_for("ready").await;
+
+    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "unlocked lost\n"), "{out:?}");
+    let out = holder.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 75, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("lost"), "{out:?}");
+    assert!(out.stderr.contains("SIGTERM"), "{out:?}");
+    assert_eq!(scratch.read("got").as_deref(), Some("TERM"));
+
+    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "lost was not locked\n"), "{out:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn lease_running_out_under_cmd_is_a_lost_lock() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let got = scratch.path("got");
+    let script = scratch.holder_script(&[("TERM", &format!("echo TERM > {got}; exit 12"))]);
+    let holder = Running::start(&mut run_cmd(&server, &["--lease", "0.5"], "leased", &script));
+    let out = holder.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 75, "{out:?}");
+    assert_eq!(scratch.read("got").as_deref(), Some("TERM"));
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn signals_are_forwarded_to_cmd() {
+    let server = RedisServer::start();
+    for (signal, code) in [("TERM", 21), ("INT", 22), ("HUP", 23)] {
+        let scratch = Scratch::new();
+        let got = scratch.path("got");
+        let script = scratch.holder_script(&[(signal, &format!("echo {signal} >> {got}; exit {code}"))]);
+        let running = Running::start(&mut run_cmd(&server, &[], "sig", &script));
+        scratch.wait_for("ready").await;
+        running.signal(signal);
+        let out = running.finish(Duration::from_secs(10)).await;
+        assert_eq!(out.code, code, "SIG{signal}: {out:?}");
+        // Exactly once.
+        assert_eq!(scratch.read("got").as_deref(), Some(signal));
+        assert_nothing_locked(&server).await;
+    }
+    // A CMD that does not catch it dies of it: 128 + N.
+    let scratch = Scratch::new();
+    let running = Running::start(&mut run_cmd(&server, &[], "sig", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    running.signal("TERM");
+    let out = running.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 128 + 15, "{out:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn signal_while_waiting_gives_up_with_nothing_held() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &[], "wait-sig", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let conn = server.raw().await;
+    for signal in ["INT", "TERM", "HUP"] {
+        let marker = scratch.path("waiter-ran");
+        let mut waiter = Running::start(&mut run_cmd(&server, &[], "wait-sig", &sh(&format!("echo ran > {marker}"))));
+        let ch = channel("wait-sig");
+        eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+            let (mut conn, ch) = (conn.clone(), ch.clone());
+            async move { numsub(&mut conn, &ch).await == 1 }
+        })
+        .await;
+        assert!(!waiter.has_exited());
+        waiter.signal(signal);
+        let out = waiter.finish(Duration::from_secs(5)).await;
+        let number = match signal { "HUP" => 1, "INT" => 2, _ => 15 };
+        assert_eq!(out.code, 128 + number, "SIG{signal}: {out:?}");
+        assert!(out.stderr.contains("nothing is held"), "{out:?}");
+        assert!(scratch.read("waiter-ran").is_none(), "CMD ran after the wait was cancelled");
+        eventually(Duration::from_secs(5), "the waiter's subscription to go", || {
+            let (mut conn, ch) = (conn.clone(), ch.clone());
+            async move { numsub(&mut conn, &ch).await == 0 }
+        })
+        .await;
+    }
+    let status = status_json(&server, "wait-sig").await;
+    assert_eq!(status["holders"].as_array().unwrap().len(), 1, "{status}");
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn fenced_runs_get_increasing_tokens() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let mut tokens = Vec::new();
+    for i in 0..3 {
+        let file = scratch.path(&format!("token{i}"));
+        let out = finish_now(&mut run_cmd(&server, &["--fenced"], "fenced", &sh(&format!("echo $FERROLOCK_TOKEN > {file}"))));
+        assert_eq!(out.code, 0, "{out:?}");
+        tokens.push(scratch.read(&format!("token{i}")).unwrap().parse::<u64>().unwrap());
+    }
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens {tokens:?}");
+    // Without --fenced there is no token.
+    let file = scratch.path("plain");
+    let out = finish_now(&mut run_cmd(&server, &[], "fenced", &sh(&format!("echo ${{FERROLOCK_TOKEN-unset}} > {file}"))));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(scratch.read("plain").as_deref(), Some("unset"));
+    assert_eq!(status_json(&server, "fenced").await["last_token"], serde_json::json!(tokens[2]));
+    let mut conn = server.raw().await;
+    assert_eq!(keys(&mut conn).await, vec!["redisson_lock_token:{fenced}".to_string()]);
+}
+
+#[tokio::test]
+async fn status_while_held_and_when_free() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &["--fenced"], "st", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let waiter = Running::start(&mut run_cmd(&server, &[], "st", &sh("true")));
+    let conn = server.raw().await;
+    eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, &channel("st")).await == 1 }
+    })
+    .await;
+
+    let held = status_json(&server, "st").await;
+    assert_eq!(held["name"], "st", "{held}");
+    assert_eq!(held["locked"], true, "{held}");
+    let holders = held["holders"].as_array().unwrap();
+    assert_eq!(holders.len(), 1, "{held}");
+    assert_eq!(holders[0]["count"], 1, "{held}");
+    assert!(holders[0]["owner"].as_str().unwrap().contains(':'), "{held}");
+    let lease = held["remaining_lease_ms"].as_i64().unwrap();
+    assert!(lease > 0 && lease <= 30_000, "{held}");
+    assert_eq!(held["waiters"], 1, "{held}");
+    assert_eq!(held["last_token"], 1, "{held}");
+
+    let text = finish_now(&mut ferrolock(&server, &["status", "st"]));
+    assert_eq!(text.code, 0, "{text:?}");
+    for needle in ["held", holders[0]["owner"].as_str().unwrap(), "count 1", "s left", "last token"] {
+        assert!(text.stdout.contains(needle), "status lacks {needle}: {text:?}");
+    }
+
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    // The waiter gets it next and finishes.
+    assert_eq!(waiter.finish(Duration::from_secs(10)).await.code, 0);
+
+    let free = status_json(&server, "st").await;
+    assert_eq!(
+        free,
+        serde_json::json!({"name": "st", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1})
+    );
+    let text = finish_now(&mut ferrolock(&server, &["status", "st"]));
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(text.stdout.contains("free"), "{text:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn force_unlock_wakes_a_waiting_run_promptly() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    // The default 30 s watchdog lease: the waiter must not have to wait for it.
+    let holder = Running::start(&mut run_cmd(&server, &[], "wake", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let marker = scratch.path("waiter-ran");
+    let waiter = Running::start(&mut run_cmd(&server, &[], "wake", &sh(&format!("echo ran > {marker}"))));
+    let conn = server.raw().await;
+    eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, &channel("wake")).await == 1 }
+    })
+    .await;
+
+    let started = Instant::now();
+    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "wake"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "unlocked wake\n"), "{out:?}");
+    let out = waiter.finish(Duration::from_secs(5)).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "woken after {:?}", started.elapsed());
+    assert_eq!(scratch.read("waiter-ran").as_deref(), Some("ran"));
+
+    // The first holder finds out when it releases: its command ran unprotected.
+    scratch.stop();
+    let out = holder.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 75, "{out:?}");
+    assert!(out.stderr.contains("lost"), "{out:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn a_key_that_is_not_a_lock_is_refused() {
+    let server = RedisServer::start();
+    let out = finish_now(&mut run_cmd(&server, &["--fenced"], "typed", &sh("true")));
+    assert_eq!(out.code, 0, "{out:?}");
+    // The token counter is a plain string key: not a lock.
+    let counter = "redisson_lock_token:{typed}";
+    for args in [&["status", counter][..], &["unlock", "--force", counter], &["run", "-n", counter, "--", "true"]] {
+        let out = finish_now(&mut ferrolock(&server, args));
+        assert_eq!(out.code, 65, "{args:?}: {out:?}");
+        assert!(out.stderr.starts_with("ferrolock: "), "{out:?}");
+        assert!(out.stderr.contains("not a lock") || out.stderr.contains("another type"), "{out:?}");
+    }
+    let mut conn = server.raw().await;
+    assert_eq!(keys(&mut conn).await, vec![counter.to_string()], "unlock --force must not delete a non-lock key");
+}
+
+/// A pseudo-terminal that becomes the controlling terminal of one `ferrolock`, so
+/// the tests can see what a user at a terminal sees and type Ctrl-C.
+struct Terminal {
+    master: std::fs::File,
+    slave: PathBuf,
+    screen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Terminal {
+    fn open() -> Terminal {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain libc calls; the fd is owned by the File from here on.
+        let (master, slave) = unsafe {
+            let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+            assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+            assert_eq!(libc::grantpt(fd), 0);
+            assert_eq!(libc::unlockpt(fd), 0);
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(libc::ptsname_r(fd, name.as_mut_ptr(), name.len()), 0);
+            let slave = std::ffi::CStr::from_ptr(name.as_ptr()).to_str().unwrap().to_string();
+            (std::fs::File::from_raw_fd(fd), PathBuf::from(slave))
+        };
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (mut reader, sink) = (master.try_clone().unwrap(), screen.clone());
+        // Drains the terminal (a full one would block the writer); ends with EIO once
+        // every process on the slave side is gone.
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = reader.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Terminal { master, slave, screen }
+    }
+
+    /// Runs `cmd` as the session leader on this terminal (stdin, stdout and stderr).
+    fn start(&self, cmd: &mut Command) -> Running {
+        use std::os::unix::process::CommandExt;
+        let tty = || std::fs::OpenOptions::new().read(true).write(true).open(&self.slave).unwrap();
+        cmd.stdin(tty()).stdout(tty()).stderr(tty());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Running { child: cmd.spawn().unwrap() }
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    async fn wait_for_text(&self, text: &str) {
+        eventually(Duration::from_secs(10), &format!("{text:?} on the terminal"), || {
+            let shown = self.screen().contains(text);
+            async move { shown }
+        })
+        .await;
+    }
+
+    /// Ctrl-C: the terminal sends SIGINT to its whole foreground process group.
+    fn type_ctrl_c(&self) {
+        use std::io::Write;
+        (&self.master).write_all(b"\x03").unwrap();
+    }
+}
+
+impl Running {
+    /// Waits for the exit code only (the output went to a terminal).
+    async fn exit_code(mut self, limit: Duration) -> i32 {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "ferrolock (pid {}) did not exit within {limit:?}", self.pid());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn terminal_shows_the_holder_while_waiting() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &[], "tty", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let owner = status_json(&server, "tty").await["holders"][0]["owner"].as_str().unwrap().to_string();
+
+    let terminal = Terminal::open();
+    let waiter = terminal.start(&mut run_cmd(&server, &[], "tty", &sh("echo acquired-now")));
+    terminal.wait_for_text("waiting").await;
+    terminal.wait_for_text("s lease left").await;
+    // The owner field may be cut to the terminal's width; its client id is shown.
+    terminal.wait_for_text(&owner[..8]).await;
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 0);
+    terminal.wait_for_text("acquired-now").await;
+    let screen = terminal.screen();
+    let before = &screen[..screen.find("acquired-now").unwrap()];
+    assert!(before.ends_with("\r\x1b[K"), "the waiting line is cleared before CMD runs: {screen:?}");
+
+    // A busy lock with --wait: on a terminal, say who holds it.
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &[], "tty", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let terminal = Terminal::open();
+    let waiter = terminal.start(&mut run_cmd(&server, &["--wait", "0.3"], "tty", &sh("true")));
+    assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 1);
+    terminal.wait_for_text("is busy (held by").await;
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_reaches_cmd_once() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let got = scratch.path("got");
+    // CMD spins on shell builtins, so its traps run at once rather than after a
+    // child exits, and a second SIGINT would run the trap again instead of merging
+    // with the first. After its SIGINT it asks ferrolock to pass it a SIGUSR1;
+    // ferrolock handles signals in order, so a forwarded SIGINT would come first.
+    let script = sh(&format!(
+        "trap 'echo INT >> {got}; kill -USR1 $PPID' INT\n\
+         trap 'echo USR1 >> {got}; exit 5' USR1\n\
+         echo ready > {ready}\n\
+         i=0; while [ ! -e {stop} ] && [ $i -lt 3000000 ]; do i=$((i+1)); done",
+        ready = scratch.path("ready"),
+        stop = scratch.path("stop"),
+    ));
+    let terminal = Terminal::open();
+    let running = terminal.start(&mut run_cmd(&server, &[], "ctrl-c", &script));
+    scratch.wait_for("ready").await;
+    terminal.type_ctrl_c();
+    assert_eq!(running.exit_code(Duration::from_secs(10)).await, 5);
+    assert_eq!(scratch.read("got").as_deref(), Some("INT\nUSR1"));
+    assert_nothing_locked(&server).await;
+}
