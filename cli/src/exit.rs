@@ -26,13 +26,13 @@ pub const SIGNAL_BASE: i32 = 128;
 /// The table as shown by `--help`.
 pub const TABLE: &str = "\
 Exit status:
-  0 or CMD's   run: CMD's own exit status (0 when it succeeded)
+  0 or CMD's   run: CMD's own exit status; status, unlock: 0 whether locked or not
   1            run: lock not acquired within --wait (change with --conflict-exit-code)
   2            usage error (bad option, missing CMD, bad duration, URL or lock name)
   65           the key at the lock name is not a lock (another type of Redis key)
   69           Redis unavailable: connection refused or timed out, bad credentials
   70           internal error (a ferrolock bug or an unexpected reply)
-  75           run: the lock was lost while CMD ran (CMD got SIGTERM)
+  75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release
   126          run: CMD found but not executable
   127          run: CMD not found
   128+N        CMD died of signal N, or ferrolock got signal N while waiting";

@@ -10,6 +10,9 @@
 //! twice, and many programs take a second Ctrl-C as "abort now, skip clean-up". So
 //! the handler records whether the kernel sent the signal (the terminal driver does,
 //! `SI_KERNEL`) or a process did (`kill`, `SI_USER`); only the latter is forwarded.
+//! A process that signals the whole group itself (`kill -- -PGID`, systemd stopping
+//! a unit's cgroup) still reaches CMD both directly and through us: nothing in the
+//! signal tells a group kill from a kill of ferrolock alone.
 
 use std::io::Read;
 use std::os::fd::FromRawFd;
