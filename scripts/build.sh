@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything the demo and the cross-language tests run, from a fresh clone
-# (debug builds, except the Python extension, which pip builds in release):
+# (FERROLOCK_PROFILE=debug, the default, for the tests; release for the demo; the
+# Python extension is always a release build, pip's default):
 # the `ferrolock` CLI, the Rust worker, libferrolock + the C worker, the Python
 # binding into bindings-python/.venv and the Node addon. Installs missing tools.
 set -euo pipefail
@@ -10,10 +11,16 @@ ensure_redis_server
 ensure_commands gcc:gcc make:make node:nodejs npm:npm
 python3 -c 'import venv, ensurepip' 2>/dev/null || ensure_python_venv
 
-target="${CARGO_TARGET_DIR:-$PWD/target}/debug"
+profile="${FERROLOCK_PROFILE:-debug}"
+case "$profile" in
+  debug) cargo_profile=() ;;
+  release) cargo_profile=(--release) ;;
+  *) echo "FERROLOCK_PROFILE must be debug or release" >&2; exit 2 ;;
+esac
+target="${CARGO_TARGET_DIR:-$PWD/target}/$profile"
 
-echo "== build: ferrolock CLI, Rust worker, libferrolock"
-cargo build -p ferrolock-cli -p ferrolock-tests -p ferrolock-c
+echo "== build ($profile): ferrolock CLI, Rust worker, libferrolock"
+cargo build "${cargo_profile[@]}" -p ferrolock-cli -p ferrolock-tests -p ferrolock-c
 
 echo "== build: C worker"
 gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker.c \
@@ -23,4 +30,4 @@ echo "== build: Python binding (bindings-python/.venv)"
 bash bindings-python/build.sh
 
 echo "== build: Node addon"
-(cd bindings-node && FERROLOCK_NODE_PROFILE=debug npm install --no-fund --no-audit --no-package-lock --loglevel=error)
+(cd bindings-node && FERROLOCK_NODE_PROFILE="$profile" npm install --no-fund --no-audit --no-package-lock --loglevel=error)

@@ -1,22 +1,11 @@
 #!/usr/bin/env bash
-# The main job until the CLI lands: two holders hand one lock over on a scratch
-# redis-server. Holder B waits on pub/sub and gets the lock as soon as A releases.
+# The main job: builds what the demo needs on a fresh machine (scripts/build.sh),
+# then runs `ferrolock demo`: workers in Rust, Python, Node and C contend on one
+# lock on a scratch redis-server. Arguments go to `ferrolock demo`
+# (e.g. --seconds 30, --url redis://host:6379).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/lib.sh
-ensure_redis_server
-cargo build -q -p ferrolock --example hold
-start_scratch_redis
-hold="${CARGO_TARGET_DIR:-target}/debug/examples/hold"
-url="redis://127.0.0.1:$REDIS_PORT"
-echo "scratch redis-server on $url"
-"$hold" --url "$url" --name demo --fenced --hold-ms 1500 | sed 's/^/[A] /' &
-a=$!
-# B starts once A holds the lock, then waits for it.
-until [ "$(timeout 1 redis-cli -p "$REDIS_PORT" exists demo)" = "1" ]; do sleep 0.01; done
-start=$(date +%s%N)
-"$hold" --url "$url" --name demo --fenced --hold-ms 200 | while read -r line; do
-  echo "[B] $line (after $(( ($(date +%s%N) - start) / 1000000 )) ms)"
-done
-wait $a
-echo "fencing token counter: $(timeout 1 redis-cli -p "$REDIS_PORT" get 'redisson_lock_token:{demo}')"
+# Release builds: the demo shows hand-off times.
+export FERROLOCK_PROFILE=release
+bash scripts/build.sh >&2
+exec "${CARGO_TARGET_DIR:-$PWD/target}/release/ferrolock" demo "$@"

@@ -18,3 +18,7 @@ bash bindings-python/test.sh
 
 echo "== Node binding"
 bash bindings-node/test.sh
+
+echo "== cross-language suite and CLI"
+bash scripts/build.sh
+cargo test -p ferrolock-tests -p ferrolock-cli

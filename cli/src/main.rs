@@ -191,11 +191,11 @@ Uses --url or $REDIS_URL when given; otherwise starts a scratch redis-server of 
 Example:
   ferrolock demo --seconds 5")]
 struct DemoArgs {
-    /// How long the demo runs
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    /// How long the demo runs, in seconds (1 to 3600)
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     seconds: u64,
 
-    /// Directory with the worker programs [default: next to this binary]
+    /// Directory with the worker launchers [default: tests/workers of the repository this binary was built from]
     #[arg(long, value_name = "DIR")]
     workers: Option<PathBuf>,
 }

@@ -43,6 +43,7 @@ impl Worker {
             .arg(url)
             .arg(watchdog_ms.to_string())
             .env("CARGO_TARGET_DIR", target_dir)
+            .env("FERROLOCK_PROFILE", own_profile())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -122,6 +123,16 @@ pub fn own_target_dir() -> PathBuf {
         dir = dir.parent().unwrap();
     }
     dir.parent().unwrap().to_path_buf()
+}
+
+/// The cargo profile (debug or release) the running executable was built with: the
+/// workers started from it are taken from the same profile.
+pub fn own_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
 }
 
 /// One critical section as a worker logged it (CLOCK_MONOTONIC nanoseconds).
