@@ -1,9 +1,9 @@
 //! One holder of one lock: its owner field, its local view of the hold (count,
 //! token, lease deadline, lost signal) and the script calls that change the hold.
 //!
-//! Every call that changes the hold runs in a spawned task that holds the holder's
-//! operation mutex and applies the reply to the local state itself, so a caller
-//! that goes away mid-call can never leave the server and the local view apart.
+//! Every call that changes the hold holds the holder's operation mutex and applies
+//! the reply to the local state itself; a caller that goes away mid-call leaves the
+//! rest of the call to a spawned task, so the server and the local view never part.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -188,9 +188,11 @@ impl Holder {
         })
     }
 
-    /// Runs `op` in a task of its own that holds the operation mutex, so it completes
-    /// and updates the local state even if the caller goes away (see the module comment).
-    async fn detached<T, F, Fut>(self: &Arc<Self>, what: &str, op: F) -> Result<T>
+    /// Runs `op` holding the operation mutex, so that it completes and updates the local
+    /// state even if the caller goes away (see the module comment). It runs in the
+    /// caller's own task (a spawned task per call costs thread hops on every lock and
+    /// unlock); only if the caller drops it half-way is the rest moved to a task.
+    async fn detached<T, F, Fut>(self: &Arc<Self>, op: F) -> Result<T>
     where
         F: FnOnce(Arc<Holder>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T>> + Send + 'static,
@@ -199,18 +201,21 @@ impl Holder {
         let call = self.client.begin_call();
         let guard = self.op.clone().lock_owned().await;
         let this = self.clone();
-        let task = self.client.runtime.spawn(async move {
-            let _guard = guard;
-            let result = op(this).await;
-            drop(call);
-            result
-        });
-        task.await.map_err(|e| Error::internal(format!("{what} task failed: {e}")))?
+        FinishInBackground::new(
+            async move {
+                let _guard = guard;
+                let result = op(this).await;
+                drop(call);
+                result
+            },
+            self.client.runtime.clone(),
+        )
+        .await
     }
 
     /// One acquire attempt.
     pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
-        self.detached("acquire", move |h| async move { h.acquire_once(lease_ms).await }).await
+        self.detached(move |h| async move { h.acquire_once(lease_ms).await }).await
     }
 
     async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
@@ -314,7 +319,7 @@ impl Holder {
     /// Releases one level (or all), idempotently: retries after a lost reply reuse
     /// the request id, so the unlock latch answers them with the first answer.
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
-        self.detached("release", move |h| async move { h.release_once(all).await }).await
+        self.detached(move |h| async move { h.release_once(all).await }).await
     }
 
     pub async fn release_all(self: &Arc<Self>) -> Result<Released> {
@@ -509,5 +514,40 @@ async fn watch_deadline(holder: Weak<Holder>, generation: u64) {
             return;
         }
         tokio::time::sleep_until(deadline.into()).await;
+    }
+}
+
+/// A future that, if dropped before it completes, finishes in a spawned task: the
+/// operation's effects (and the undo of an acquisition nobody takes) still happen.
+struct FinishInBackground<T: Send + 'static> {
+    future: Option<std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<T: Send + 'static> FinishInBackground<T> {
+    fn new(future: impl std::future::Future<Output = T> + Send + 'static, runtime: tokio::runtime::Handle) -> Self {
+        FinishInBackground { future: Some(Box::pin(future)), runtime }
+    }
+}
+
+impl<T: Send + 'static> std::future::Future for FinishInBackground<T> {
+    type Output = T;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        let future = self.future.as_mut().expect("FinishInBackground polled after completion");
+        let output = std::task::ready!(future.as_mut().poll(cx));
+        self.future = None;
+        std::task::Poll::Ready(output)
+    }
+}
+
+impl<T: Send + 'static> Drop for FinishInBackground<T> {
+    fn drop(&mut self) {
+        if let Some(rest) = self.future.take() {
+            // The output (e.g. an acquisition) is dropped there, which undoes it.
+            self.runtime.spawn(async move {
+                drop(rest.await);
+            });
+        }
     }
 }
