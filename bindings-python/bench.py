@@ -109,6 +109,19 @@ def uncontended(make: Factory) -> float:
     return UNCONTENDED / (time.perf_counter() - start)
 
 
+def run_threads(worker: Callable[[], None], barrier: threading.Barrier) -> float:
+    """Runs THREADS threads of ``worker``, which meet at ``barrier`` when set up;
+    returns the seconds from that moment until the last one ends."""
+    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
 def uncontended_threads(make: Factory) -> float:
     """Total cycles per second of THREADS threads, each on its own lock name."""
     barrier = threading.Barrier(THREADS + 1)
@@ -123,14 +136,7 @@ def uncontended_threads(make: Factory) -> float:
             lock.acquire()
             lock.release()
 
-    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join()
-    return THREADS * UNCONTENDED_PER_THREAD / (time.perf_counter() - start)
+    return THREADS * UNCONTENDED_PER_THREAD / run_threads(worker, barrier)
 
 
 def contended(make: Factory) -> Contended:
@@ -158,14 +164,7 @@ def contended(make: Factory) -> Contended:
                 sections.append((got, done))
                 waits.append(got - asked)
 
-    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
+    wall = run_threads(worker, barrier)
     sections.sort()
     held = sum(end - begin for begin, end in sections)
     handoffs = [nxt[0] - cur[1] for cur, nxt in zip(sections, sections[1:])]
