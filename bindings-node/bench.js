@@ -37,7 +37,8 @@ async function pingRtt(redis, n) {
 
 async function uncontended(impl, n) {
   const h = await impl.handle('bench:uncontended:' + impl.name);
-  for (let i = 0; i < 200; i++) await h.release(await h.acquire());
+  // Warm up for half a second (JIT, connection, CPU frequency), the same for every library.
+  for (const until = performance.now() + 500; performance.now() < until;) await h.release(await h.acquire());
   const t0 = performance.now();
   for (let i = 0; i < n; i++) await h.release(await h.acquire());
   const ms = performance.now() - t0;
@@ -50,7 +51,7 @@ async function uncontendedConcurrent(impl, perWorker) {
   const handles = await Promise.all(
     Array.from({ length: CONCURRENT }, (_, i) => impl.handle(`bench:concurrent:${impl.name}:${i}`)));
   const loop = async (h, n) => { for (let i = 0; i < n; i++) await h.release(await h.acquire()); };
-  await Promise.all(handles.map((h) => loop(h, 50)));
+  await Promise.all(handles.map((h) => loop(h, 200)));
   const t0 = performance.now();
   await Promise.all(handles.map((h) => loop(h, perWorker)));
   return (CONCURRENT * perWorker / (performance.now() - t0)) * 1000;
