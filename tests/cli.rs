@@ -8,28 +8,19 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{eventually, free_port, keys, numsub, target_binary, RedisServer};
+use ferrolock_harness::{channel_of, eventually, free_port, keys, numsub, target_binary, RedisServer, ScratchDir};
 
 /// A directory for the files the commands write. Dropping it also creates `stop`,
 /// which ends every holding script still running (they give up after a minute anyway).
 struct Scratch {
-    dir: PathBuf,
+    dir: ScratchDir,
 }
-
-static NEXT: AtomicU64 = AtomicU64::new(0);
 
 impl Scratch {
     fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "ferrolock-cli-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch { dir }
+        Scratch { dir: ScratchDir::new("cli-test").unwrap() }
     }
 
     fn path(&self, file: &str) -> String {
@@ -73,8 +64,7 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::write(self.dir.join("stop"), "");
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::write(self.dir.join("stop"), ""); // the directory goes with `dir`
     }
 }
 
@@ -166,10 +156,6 @@ impl Drop for Running {
     }
 }
 
-fn channel(name: &str) -> String {
-    format!("redisson_lock__channel:{{{name}}}")
-}
-
 async fn status_json(server: &RedisServer, name: &str) -> serde_json::Value {
     let out = finish_now(&mut ferrolock(server, &["status", name, "--json"]));
     assert_eq!(out.code, 0, "{out:?}");
@@ -213,7 +199,7 @@ async fn cmd_not_found_127_not_executable_126() {
     let out = finish_now(&mut run_cmd(&server, &[], "nf", &[plain]));
     assert_eq!(out.code, 126, "{out:?}");
     assert!(out.stderr.contains("not executable"), "{out:?}");
-    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[scratch.dir.display().to_string()]));
+    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[scratch.dir.path().display().to_string()]));
     assert_eq!(out.code, 126, "{out:?}");
     assert_nothing_locked(&server).await;
 }
@@ -394,7 +380,7 @@ async fn signal_while_waiting_gives_up_with_nothing_held() {
     for signal in ["INT", "TERM", "HUP"] {
         let marker = scratch.path("waiter-ran");
         let mut waiter = Running::start(&mut run_cmd(&server, &[], "wait-sig", &sh(&format!("echo ran > {marker}"))));
-        let ch = channel("wait-sig");
+        let ch = channel_of("wait-sig");
         eventually(Duration::from_secs(10), "the waiter to subscribe", || {
             let (mut conn, ch) = (conn.clone(), ch.clone());
             async move { numsub(&mut conn, &ch).await == 1 }
@@ -452,7 +438,7 @@ async fn status_while_held_and_when_free() {
     let conn = server.raw().await;
     eventually(Duration::from_secs(10), "the waiter to subscribe", || {
         let mut conn = conn.clone();
-        async move { numsub(&mut conn, &channel("st")).await == 1 }
+        async move { numsub(&mut conn, &channel_of("st")).await == 1 }
     })
     .await;
 
@@ -502,7 +488,7 @@ async fn force_unlock_wakes_a_waiting_run_promptly() {
     let conn = server.raw().await;
     eventually(Duration::from_secs(10), "the waiter to subscribe", || {
         let mut conn = conn.clone();
-        async move { numsub(&mut conn, &channel("wake")).await == 1 }
+        async move { numsub(&mut conn, &channel_of("wake")).await == 1 }
     })
     .await;
 

@@ -3,11 +3,12 @@
 //! Build first: `bash scripts/build.sh` (scripts/test.sh does).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{channel_of, keys, numsub, read_log, target_binary, RedisServer, Worker, LANGUAGES};
+use ferrolock_harness::{
+    channel_of, eventually, keys, numsub, read_log, target_binary, RedisServer, ScratchDir, Worker, LANGUAGES,
+};
 
 /// 5 languages x 2 processes x 200 non-atomic increments of one counter file under one
 /// fenced lock: the count is exact and the tokens follow the order of the critical sections.
@@ -15,7 +16,7 @@ use ferrolock_harness::{channel_of, keys, numsub, read_log, target_binary, Redis
 async fn mutual_exclusion_across_languages() {
     const PER_PROCESS: u64 = 200;
     let server = RedisServer::start();
-    let dir = scratch_dir("exclusion");
+    let dir = ScratchDir::new("xlang-exclusion").unwrap();
     let counter = dir.join("counter");
     let name = "xlang:exclusion";
 
@@ -29,14 +30,14 @@ async fn mutual_exclusion_across_languages() {
     let cli_loops: Vec<Child> = (0..2)
         .map(|i| {
             let script = format!(
-                "for i in $(seq {PER_PROCESS}); do \"$FEROLOCK_BIN\" --url \"$URL\" run {name} --fenced -- \
+                "for i in $(seq {PER_PROCESS}); do \"$FERROLOCK_BIN\" --url \"$URL\" run {name} --fenced -- \
                  sh -c 'n=$(cat \"$COUNTER\" 2>/dev/null); echo $(( ${{n:-0}} + 1 )) > \"$COUNTER\"; echo $FERROLOCK_TOKEN >> \"$TOKENS\"' \
                  || exit 1; done"
             );
             Command::new("sh")
                 .arg("-c")
                 .arg(script)
-                .env("FEROLOCK_BIN", target_binary("ferrolock"))
+                .env("FERROLOCK_BIN", target_binary("ferrolock"))
                 .env("URL", server.url())
                 .env("COUNTER", &counter)
                 .env("TOKENS", dir.join(format!("cli-{i}.tokens")))
@@ -83,7 +84,6 @@ async fn mutual_exclusion_across_languages() {
     let mut raw = server.raw().await;
     assert_eq!(keys(&mut raw).await, vec![format!("redisson_lock_token:{{{name}}}")]);
     assert_eq!(numsub(&mut raw, &channel_of(name)).await, 0);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// For every ordered pair of languages: a waiter in one is woken by the release
@@ -124,7 +124,7 @@ async fn wake_up_across_languages() {
     eprintln!("slowest cross-language wake-up: {slowest:?}");
 
     // `ferrolock run` as waiter (woken by each language) and as holder (waking each).
-    let dir = scratch_dir("wake-cli");
+    let dir = ScratchDir::new("xlang-wake-cli").unwrap();
     for worker in &mut workers {
         assert_eq!(worker.call(&format!("acquire {name} plain")), "ok -");
         let started = dir.join(format!("started-{}", worker.lang));
@@ -161,7 +161,6 @@ async fn wake_up_across_languages() {
     }
     assert_eq!(keys(&mut raw).await, Vec::<String>::new());
     assert_eq!(numsub(&mut raw, &channel).await, 0);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A hold taken in one language cannot be released from any other (NOT_OWNER everywhere);
@@ -251,16 +250,9 @@ fn cli_run(url: &str, name: &str, script: &str) -> Child {
 }
 
 async fn wait_for_subscribers(raw: &mut redis::aio::MultiplexedConnection, channel: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while numsub(raw, channel).await < n {
-        assert!(Instant::now() < deadline, "no waiter subscribed to {channel}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-fn scratch_dir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ferrolock-xlang-{what}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    eventually(Duration::from_secs(10), &format!("a waiter subscribed to {channel}"), || {
+        let (mut raw, channel) = (raw.clone(), channel.to_string());
+        async move { numsub(&mut raw, &channel).await >= n }
+    })
+    .await;
 }

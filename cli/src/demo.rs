@@ -14,10 +14,10 @@ mod view;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{own_target_dir, parse_log, RedisServer, Worker, LANGUAGES};
+use ferrolock_harness::{own_target_dir, RedisServer, ScratchDir, SectionLog, Worker, LANGUAGES};
 
 use crate::target::redact;
-use stats::{summarize, ProcessLog, Summary};
+use stats::{summarize, Summary};
 
 /// Worker processes per language.
 const PROCESSES_PER_LANGUAGE: usize = 2;
@@ -60,18 +60,20 @@ impl Demo {
                 (server.url(), Some(server))
             }
         };
-        let dir = ScratchDir::new()?;
+        let dir = ScratchDir::new("demo")?;
         Ok(Demo { url, server, seconds, workers_dir, dir, name: format!("ferrolock:demo:{}", std::process::id()) })
     }
 
     fn run(self) -> Result<i32, String> {
         let mut workers = self.start_workers()?;
-        let counter = self.dir.0.join("counter");
-        let logs: Vec<PathBuf> = (0..workers.len()).map(|i| self.dir.0.join(format!("{i}.log"))).collect();
-        for (worker, log) in workers.iter_mut().zip(&logs) {
+        let counter = self.dir.join("counter");
+        let mut logs: Vec<SectionLog> = (0..workers.len()).map(|i| SectionLog::new(self.dir.join(format!("{i}.log")))).collect();
+        for (i, worker) in workers.iter_mut().enumerate() {
+            let log = self.dir.join(format!("{i}.log"));
             worker.send(&format!("count {} {} {} 0 {} 0", self.name, counter.display(), log.display(), self.seconds));
         }
 
+        let langs: Vec<&'static str> = workers.iter().map(|w| w.lang).collect();
         let mut view = view::Live::new(&self.name, &redact(&self.url), workers.len());
         let started = Instant::now();
         let give_up = started + Duration::from_secs(self.seconds + 60);
@@ -94,17 +96,15 @@ impl Demo {
                 return Err("the workers did not finish within a minute of the end; something is stuck".into());
             }
             let left = Duration::from_secs(self.seconds).saturating_sub(started.elapsed());
-            view.update(&summarize(&LANGUAGES, &read_logs(&workers, &logs)?), left);
+            view.update(&summarize(&LANGUAGES, &refresh_logs(&langs, &mut logs)?), left);
             std::thread::sleep(Duration::from_millis(100)); // the view's refresh rate, not a synchronisation
         }
-        for worker in workers.iter_mut() {
-            if worker.call("quit") != "bye" {
-                return Err(format!("the {} worker did not quit cleanly", worker.lang));
-            }
+        for worker in workers {
+            let (lang, pid) = (worker.lang, worker.pid);
+            worker.try_quit().map_err(|e| format!("the {lang} worker (pid {pid}) did not quit cleanly: {e}"))?;
         }
 
-        let process_logs = read_logs(&workers, &logs)?;
-        let summary = summarize(&LANGUAGES, &process_logs);
+        let summary = summarize(&LANGUAGES, &refresh_logs(&langs, &mut logs)?);
         view.finish(&summary);
         let counted: usize = std::fs::read_to_string(&counter)
             .map_err(|e| format!("reading the counter: {e}"))?
@@ -169,19 +169,12 @@ impl Demo {
     }
 }
 
-fn read_logs(workers: &[Worker], paths: &[PathBuf]) -> Result<Vec<ProcessLog>, String> {
-    workers
-        .iter()
-        .zip(paths)
-        .map(|(worker, path)| {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            };
-            Ok(ProcessLog { lang: worker.lang, sections: parse_log(&text)? })
-        })
-        .collect()
+/// Every worker's sections so far, reading only what the logs gained since last time.
+fn refresh_logs<'a>(langs: &[&'static str], logs: &'a mut [SectionLog]) -> Result<Vec<stats::ProcessLog<'a>>, String> {
+    for log in logs.iter_mut() {
+        log.refresh()?;
+    }
+    Ok(langs.iter().zip(logs.iter()).map(|(&lang, log)| (lang, log.sections.as_slice())).collect())
 }
 
 fn print_report(summary: &Summary, counted: usize, lost_updates: i64) {
@@ -199,22 +192,4 @@ fn print_report(summary: &Summary, counted: usize, lost_updates: i64) {
             "OUT OF ORDER"
         }
     );
-}
-
-/// The counter file and the section logs, removed when the demo ends.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new() -> Result<ScratchDir, String> {
-        let dir = std::env::temp_dir().join(format!("ferrolock-demo-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        Ok(ScratchDir(dir))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

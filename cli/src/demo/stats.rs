@@ -4,11 +4,8 @@
 
 use ferrolock_harness::Section;
 
-/// The sections of one worker process.
-pub struct ProcessLog {
-    pub lang: &'static str,
-    pub sections: Vec<Section>,
-}
+/// The sections of one worker process, with its language.
+pub type ProcessLog<'a> = (&'static str, &'a [Section]);
 
 /// Per-language counts.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -49,12 +46,12 @@ pub fn summarize(languages: &[&'static str], logs: &[ProcessLog]) -> Summary {
     let mut rows: Vec<LanguageRow> =
         languages.iter().map(|&lang| LanguageRow { lang, ..Default::default() }).collect();
     let mut all: Vec<(usize, &Section)> = Vec::new();
-    for (process, log) in logs.iter().enumerate() {
-        if let Some(row) = rows.iter_mut().find(|r| r.lang == log.lang) {
+    for (process, &(lang, sections)) in logs.iter().enumerate() {
+        if let Some(row) = rows.iter_mut().find(|r| r.lang == lang) {
             row.processes += 1;
-            row.sections += log.sections.len();
+            row.sections += sections.len();
         }
-        all.extend(log.sections.iter().map(|s| (process, s)));
+        all.extend(sections.iter().map(|s| (process, s)));
     }
     all.sort_by_key(|(_, s)| s.acquired_ns);
 
@@ -70,9 +67,9 @@ pub fn summarize(languages: &[&'static str], logs: &[ProcessLog]) -> Summary {
         }
         if pa != pb && b.wait_from_ns <= a.released_ns {
             summary.handoffs_ns.push(b.acquired_ns.saturating_sub(a.released_ns));
-            if let Some(row) = rows.iter_mut().find(|r| r.lang == logs[pb].lang) {
+            if let Some(row) = rows.iter_mut().find(|r| r.lang == logs[pb].0) {
                 row.handoffs_in += 1;
-                if logs[pa].lang != logs[pb].lang {
+                if logs[pa].0 != logs[pb].0 {
                     row.from_other_languages += 1;
                 }
             }
@@ -93,11 +90,12 @@ mod tests {
 
     #[test]
     fn handoffs_count_only_waiting_successors_in_other_processes() {
-        let logs = vec![
-            ProcessLog { lang: "rust", sections: vec![s(1, 0, 10, 20), s(2, 21, 22, 30)] },
-            ProcessLog { lang: "c", sections: vec![s(3, 25, 35, 40)] },
-            ProcessLog { lang: "rust", sections: vec![s(4, 38, 41, 50), s(5, 60, 61, 70)] },
-        ];
+        let (rust1, c, rust2) = (
+            [s(1, 0, 10, 20), s(2, 21, 22, 30)],
+            [s(3, 25, 35, 40)],
+            [s(4, 38, 41, 50), s(5, 60, 61, 70)],
+        );
+        let logs: Vec<ProcessLog> = vec![("rust", &rust1), ("c", &c), ("rust", &rust2)];
         let summary = summarize(&["rust", "c"], &logs);
         assert_eq!(summary.sections, 5);
         // 2 -> 3 (c waited since 25, acquired 5 ns after release), 3 -> 4 (1 ns); 1 -> 2 is the
@@ -112,10 +110,8 @@ mod tests {
 
     #[test]
     fn out_of_order_tokens_and_overlaps_are_reported() {
-        let logs = vec![
-            ProcessLog { lang: "rust", sections: vec![s(2, 0, 10, 20)] },
-            ProcessLog { lang: "c", sections: vec![s(1, 0, 15, 25)] },
-        ];
+        let (rust, c) = ([s(2, 0, 10, 20)], [s(1, 0, 15, 25)]);
+        let logs: Vec<ProcessLog> = vec![("rust", &rust), ("c", &c)];
         let summary = summarize(&["rust", "c"], &logs);
         assert!(!summary.tokens_increasing);
         assert_eq!(summary.overlaps, 1);

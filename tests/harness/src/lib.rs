@@ -15,13 +15,42 @@ use std::time::{Duration, Instant};
 /// A redis-server owned by one test. Killed on drop.
 pub struct RedisServer {
     pub port: u16,
-    dir: PathBuf,
+    dir: ScratchDir,
     child: Option<Child>,
     extra: Vec<String>,
     tls: bool,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh directory under the system temp dir, unique per process and call, removed on drop.
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    pub fn new(what: &str) -> Result<ScratchDir, String> {
+        let dir = std::env::temp_dir().join(format!(
+            "ferrolock-{what}-{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(ScratchDir(dir))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    pub fn join(&self, file: impl AsRef<std::path::Path>) -> PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -38,15 +67,9 @@ impl RedisServer {
 
     /// Like [`RedisServer::start_with`], with an error instead of a panic (for `ferrolock demo`).
     pub fn try_start(extra: &[&str]) -> Result<RedisServer, String> {
-        let dir = std::env::temp_dir().join(format!(
-            "ferrolock-test-{}-{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut server = RedisServer {
             port: free_port(),
-            dir,
+            dir: ScratchDir::new("redis")?,
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             tls: false,
@@ -88,7 +111,7 @@ impl RedisServer {
         }
         cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
-            .arg(&self.dir)
+            .arg(self.dir.path())
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -179,8 +202,7 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.kill(); // the directory goes with `dir`
     }
 }
 

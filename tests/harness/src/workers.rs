@@ -98,11 +98,23 @@ impl Worker {
         self.reply(Duration::from_secs(30))
     }
 
-    /// `quit`: the worker closes its client and exits 0.
-    pub fn quit(mut self) {
-        assert_eq!(self.call("quit"), "bye", "{} worker quit", self.lang);
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{} worker exited with {status}", self.lang);
+    /// `quit`: the worker closes its client and exits 0. Panics otherwise.
+    pub fn quit(self) {
+        let lang = self.lang;
+        self.try_quit().unwrap_or_else(|e| panic!("{lang} worker quit: {e}"));
+    }
+
+    pub fn try_quit(mut self) -> Result<(), String> {
+        self.send("quit");
+        let reply = self.try_reply(Duration::from_secs(30))?;
+        if reply != "bye" {
+            return Err(format!("replied {reply:?} to quit"));
+        }
+        match self.child.wait() {
+            Ok(status) if status.success() => Ok(()),
+            Ok(status) => Err(format!("exited with {status}")),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 
@@ -167,10 +179,42 @@ pub fn parse_log(text: &str) -> Result<Vec<Section>, String> {
 
 /// Every section in a worker's log file (missing file = none). Panics on a malformed line.
 pub fn read_log(path: &Path) -> Vec<Section> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse_log(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => panic!("{}: {e}", path.display()),
+    let mut log = SectionLog::new(path.to_path_buf());
+    log.refresh().unwrap_or_else(|e| panic!("{e}"));
+    log.sections
+}
+
+/// A worker's section log read as it grows: each refresh reads only what was appended.
+pub struct SectionLog {
+    path: PathBuf,
+    read_up_to: u64,
+    pending: String,
+    pub sections: Vec<Section>,
+}
+
+impl SectionLog {
+    pub fn new(path: PathBuf) -> SectionLog {
+        SectionLog { path, read_up_to: 0, pending: String::new(), sections: Vec::new() }
+    }
+
+    /// Adds the sections completed since the last refresh (missing file = none yet).
+    pub fn refresh(&mut self) -> Result<(), String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let context = |e: std::io::Error| format!("{}: {e}", self.path.display());
+        let mut file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(context(e)),
+        };
+        file.seek(SeekFrom::Start(self.read_up_to)).map_err(context)?;
+        let read = file.read_to_string(&mut self.pending).map_err(context)?;
+        self.read_up_to += read as u64;
+        if let Some(end) = self.pending.rfind('\n') {
+            let complete: String = self.pending.drain(..=end).collect();
+            let sections = parse_log(&complete).map_err(|e| format!("{}: {e}", self.path.display()))?;
+            self.sections.extend(sections);
+        }
+        Ok(())
     }
 }
 
