@@ -60,8 +60,7 @@ def check_client_clean(client: ferrolock.Client) -> None:
     assert client.held_count() == 0, "a test left a lock held"
 
 
-@pytest.fixture
-def client(url: str) -> Iterator[ferrolock.Client]:
+def _checked_client(url: str) -> Iterator[ferrolock.Client]:
     """A ferrolock client with a short watchdog; at the end it must hold nothing and
     be subscribed to nothing."""
     c = ferrolock.Client(url, watchdog_timeout=WATCHDOG)
@@ -73,11 +72,12 @@ def client(url: str) -> Iterator[ferrolock.Client]:
 
 
 @pytest.fixture
+def client(url: str) -> Iterator[ferrolock.Client]:
+    """A ferrolock client, checked clean at the end."""
+    yield from _checked_client(url)
+
+
+@pytest.fixture
 def client2(url: str) -> Iterator[ferrolock.Client]:
     """A second, independent client (another process, as far as Redis can tell)."""
-    c = ferrolock.Client(url, watchdog_timeout=WATCHDOG)
-    try:
-        yield c
-        check_client_clean(c)
-    finally:
-        c.close()
+    yield from _checked_client(url)
