@@ -14,6 +14,7 @@ use tokio::task::AbortHandle;
 
 use crate::client::ClientInner;
 use crate::error::{Error, ErrorKind, Result};
+use crate::handoff::{Handoff, STREAK};
 use crate::keys::LockKeys;
 use crate::scripts;
 
@@ -101,6 +102,10 @@ pub(crate) struct PendingHold {
 }
 
 impl PendingHold {
+    pub fn new(holder: Arc<Holder>, hold: Hold) -> Self {
+        PendingHold { holder, hold: Some(hold) }
+    }
+
     pub fn take(mut self) -> Hold {
         self.hold.take().expect("taken once")
     }
@@ -133,6 +138,11 @@ pub(crate) struct HoldState {
     pub lost_error: Option<Error>,
     /// Releases still to be answered with `LockLost` (the levels held when lost).
     lost_levels: u32,
+    /// Hand-offs in a row that led to this hold (0: acquired by an attempt of its own).
+    pub streak: u32,
+    /// Handed over by a release whose script has not answered yet: the server may
+    /// still show the previous holder's field, so the watchdog must not renew yet.
+    unconfirmed: bool,
     deadline_task: Option<AbortHandle>,
 }
 
@@ -142,7 +152,8 @@ pub(crate) struct Holder {
     pub owner: String,
     pub fenced: bool,
     pub uid: u64,
-    op: Arc<tokio::sync::Mutex<()>>,
+    /// Held by every call that changes the hold (and by a hand-off to this holder).
+    pub op: Arc<tokio::sync::Mutex<()>>,
     pub state: Mutex<HoldState>,
     pub on_lost: Mutex<Option<LostCallback>>,
 }
@@ -168,6 +179,8 @@ impl Holder {
                 lost: watch::channel(None).0,
                 lost_error: None,
                 lost_levels: 0,
+                streak: 0,
+                unconfirmed: false,
                 deadline_task: None,
             }),
             on_lost: Mutex::new(None),
@@ -266,6 +279,22 @@ impl Holder {
         }
     }
 
+    /// Like [`Holder::read_own_field`], on the client's connection.
+    pub(crate) async fn read_own_field_now(&self) -> Result<(i64, Option<u64>)> {
+        let mut conn = self.client.conn()?;
+        self.read_own_field(&mut conn).await
+    }
+
+    /// Marks a handed-over hold as (not yet) confirmed by the server.
+    pub(crate) fn set_unconfirmed(&self, unconfirmed: bool) {
+        self.state.lock().unwrap().unconfirmed = unconfirmed;
+    }
+
+    /// Records that the current hold came through `streak` hand-offs in a row.
+    pub(crate) fn set_streak(&self, streak: u32) {
+        self.state.lock().unwrap().streak = streak;
+    }
+
     /// Reads this holder's hold count (and the token counter) with a few retries
     /// while the connection re-establishes itself.
     async fn read_own_field(&self, conn: &mut ConnectionManager) -> Result<(i64, Option<u64>)> {
@@ -290,7 +319,7 @@ impl Holder {
         }
     }
 
-    fn apply_acquired(self: &Arc<Self>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
+    pub(crate) fn apply_acquired(self: &Arc<Self>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
         let lease = lease_ms.unwrap_or_else(|| self.client.config.watchdog_ms());
         let mut st = self.state.lock().unwrap();
         let fresh = st.count == 0;
@@ -305,6 +334,8 @@ impl Holder {
             st.lost = watch::channel(None).0;
             st.lost_error = None;
             st.lost_levels = 0;
+            st.streak = 0;
+            st.unconfirmed = false;
             let task = self.client.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
             if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
                 old.abort();
@@ -327,20 +358,48 @@ impl Holder {
     }
 
     async fn release_once(self: &Arc<Self>, all: bool) -> Result<Released> {
-        let lease_ms = {
+        let (lease_ms, full, early, streak) = {
             let mut st = self.state.lock().unwrap();
             if st.count == 0 && st.lost_levels > 0 {
                 st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
                 return Err(st.lost_error.clone().unwrap_or_else(|| self.lost_error("it was lost")));
             }
             // A holder that never acquired here (a hand-over) does not know the lease: keep the TTL.
-            if st.count == 0 { 0 } else { st.lease_ms }
+            let lease_ms = if st.count == 0 { 0 } else { st.lease_ms };
+            let full = st.count > 0 && (all || st.count == 1);
+            // Letting an unfenced successor go before the reply is only as safe as this
+            // hold: it must outlive the reply (see handoff.rs).
+            let early = st.deadline > Instant::now() + self.client.config.response_timeout;
+            (lease_ms, full, early, st.streak)
         };
-        let request_id = self.client.new_request_id();
-        let reply = self.run_release(&request_id, lease_ms, all).await?;
+        // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
+        // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
+        let handoff = if full && streak < STREAK && !self.client.is_shut_down() {
+            let claim = self.client.pubsub.claim_successor(&self.keys.channel, self.uid);
+            claim.and_then(|claim| Handoff::start(claim, early, streak + 1))
+        } else {
+            None
+        };
+        let outcome = self.run_release(lease_ms, all, handoff.as_ref()).await;
+        let outcome = match handoff {
+            None => outcome,
+            Some(handoff) => {
+                handoff.settle(&outcome).await;
+                match outcome {
+                    // The script failed before it wrote (a broken token counter of the
+                    // successor, say): release plainly; the successor finds out by itself.
+                    Err(e) if e.kind() != ErrorKind::Connection => self.run_release(lease_ms, all, None).await,
+                    other => other,
+                }
+            }
+        };
+        self.settle_release(outcome?, all)
+    }
+
+    fn settle_release(self: &Arc<Self>, reply: ReleaseReply, all: bool) -> Result<Released> {
         let mut st = self.state.lock().unwrap();
         match reply {
-            None if st.count > 0 => {
+            ReleaseReply::NotOwner if st.count > 0 => {
                 let generation = st.generation;
                 drop(st);
                 self.mark_lost(generation, "its owner field was gone when it was released (expired or force-unlocked)");
@@ -348,29 +407,30 @@ impl Holder {
                 st.lost_levels = st.lost_levels.saturating_sub(1);
                 Err(st.lost_error.clone().unwrap_or_else(|| self.lost_error("it was lost")))
             }
-            None => Err(Error::new(
+            ReleaseReply::NotOwner => Err(Error::new(
                 ErrorKind::NotOwner,
                 format!(
                     "lock \"{}\" is not held by this holder ({}); acquire it before releasing it",
                     self.keys.display, self.owner
                 ),
             )),
-            Some(0) if !all => {
+            ReleaseReply::StillHeld if !all => {
                 if st.count > 1 {
                     st.count -= 1;
                 }
                 Ok(Released::StillHeld(st.count))
             }
-            Some(_) => {
+            ReleaseReply::StillHeld | ReleaseReply::Released | ReleaseReply::Handed(_) => {
                 self.finish(&mut st);
                 Ok(Released::Unlocked)
             }
         }
     }
 
-    async fn run_release(&self, request_id: &str, lease_ms: u64, all: bool) -> Result<Option<i64>> {
+    async fn run_release(&self, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<ReleaseReply> {
         let conn = self.client.conn()?;
-        release_script(&self.client, conn, &self.keys, &self.owner, request_id, lease_ms, all).await
+        let request_id = self.client.new_request_id();
+        release_script(&self.client, conn, &self.keys, &self.owner, &request_id, lease_ms, all, handoff).await
     }
 
     /// The hold is over (released): stop its deadline timer and renewals.
@@ -427,7 +487,7 @@ impl Holder {
     /// The generation of the hold, if the watchdog should renew it.
     pub fn renewable(&self) -> Option<u64> {
         let st = self.state.lock().unwrap();
-        (st.count > 0 && st.watchdog).then_some(st.generation)
+        (st.count > 0 && st.watchdog && !st.unconfirmed).then_some(st.generation)
     }
 }
 
@@ -447,13 +507,43 @@ impl Drop for Holder {
         tracing::debug!(lock = %keys.display, "last handle dropped while holding; releasing");
         self.client.spawn_orphan_release(move |conn| async move {
             let request_id = client.new_request_id();
-            let _ = release_script(&client, conn, &keys, &owner, &request_id, 0, true).await;
+            let _ = release_script(&client, conn, &keys, &owner, &request_id, 0, true, None).await;
         });
+    }
+}
+
+/// What the release script answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReleaseReply {
+    /// The owner field was absent.
+    NotOwner,
+    /// Levels are left.
+    StillHeld,
+    /// The lock is free; a waiter was woken by a message.
+    Released,
+    /// The lock went straight to the hand-off's successor, with this token (0 unfenced).
+    Handed(u64),
+}
+
+impl ReleaseReply {
+    fn decode(value: &redis::Value) -> Result<ReleaseReply> {
+        use redis::Value::{Array, Int, Nil};
+        match value {
+            Nil => Ok(ReleaseReply::NotOwner),
+            Int(0) => Ok(ReleaseReply::StillHeld),
+            Int(1) => Ok(ReleaseReply::Released),
+            Array(parts) => match parts.as_slice() {
+                [Int(2), Int(token)] => Ok(ReleaseReply::Handed(*token as u64)),
+                _ => Err(Error::internal(format!("unexpected release reply {value:?}"))),
+            },
+            _ => Err(Error::internal(format!("unexpected release reply {value:?}"))),
+        }
     }
 }
 
 /// Runs the release script, retrying after a lost reply with the same request id
 /// until the retry window closes; then queues the latch for deletion.
+#[allow(clippy::too_many_arguments)]
 async fn release_script(
     client: &ClientInner,
     mut conn: ConnectionManager,
@@ -462,25 +552,25 @@ async fn release_script(
     request_id: &str,
     lease_ms: u64,
     all: bool,
-) -> Result<Option<i64>> {
+    handoff: Option<&Handoff>,
+) -> Result<ReleaseReply> {
     let latch = keys.latch(request_id);
     let window = client.config.retry_window;
     let levels = if all { "all" } else { "1" };
+    let mut call = scripts::RELEASE.key(&keys.name);
+    call.key(&keys.channel).key(&latch);
+    call.arg(owner).arg(lease_ms).arg(scripts::PUBLISH).arg(window.as_millis() as u64).arg(levels);
+    if let Some(handoff) = handoff {
+        let successor = handoff.successor();
+        if successor.fenced {
+            call.key(&successor.keys.token);
+        }
+        call.arg(&successor.owner).arg(handoff.lease_ms);
+    }
     let started = Instant::now();
     let mut delay = Duration::from_millis(10);
     let reply = loop {
-        let result = scripts::RELEASE
-            .key(&keys.name)
-            .key(&keys.channel)
-            .key(&latch)
-            .arg(owner)
-            .arg(lease_ms)
-            .arg(scripts::PUBLISH)
-            .arg(window.as_millis() as u64)
-            .arg(levels)
-            .invoke_async::<Option<i64>>(&mut conn)
-            .await;
-        match result {
+        match call.invoke_async::<redis::Value>(&mut conn).await {
             Ok(reply) => break reply,
             Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
                 tracing::debug!(lock = %keys.display, error = %e, "release reply lost; retrying with the same request id");
@@ -492,7 +582,7 @@ async fn release_script(
     };
     // The latch only answers retries of this call, which are over now.
     client.latches.remove_later(latch);
-    Ok(reply)
+    ReleaseReply::decode(&reply)
 }
 
 /// Marks the hold lost when its local deadline passes without a renewal.

@@ -17,6 +17,7 @@
 mod client;
 mod config;
 mod error;
+mod handoff;
 mod holder;
 mod keys;
 mod latch;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionManager;
 
 use crate::error::{Error, Result};
+use crate::handoff::Candidate;
 use crate::holder::{Attempt, Hold, Holder, LostCallback, Released};
 use crate::status::{HolderEntry, LockStatus};
 use crate::{scripts, validate};
@@ -117,7 +118,8 @@ impl Lock {
         let channel = &self.holder.keys.channel;
         // Inside one client, a new acquirer queues behind the waiters already there
         // (unless it re-enters) instead of racing the one the last release woke.
-        let queue_behind = self.holder.state.lock().unwrap().count == 0 && client.pubsub.has_waiters(channel);
+        let idle = self.holder.state.lock().unwrap().count == 0;
+        let queue_behind = idle && client.pubsub.has_waiters(channel);
         let mut busy = None;
         if !queue_behind {
             // Fast path: uncontended acquisitions cost one round-trip, no subscription.
@@ -129,7 +131,9 @@ impl Lock {
                 return Ok(None);
             }
         }
-        let (waiter, queued) = client.pubsub.waiter(channel).await;
+        // Queued, a release of this client may hand the lock straight to us (handoff.rs).
+        let candidate = Candidate::new(self.holder.clone(), lease_ms);
+        let (waiter, queued) = client.pubsub.waiter(channel, Some(candidate.clone())).await;
         let mut shutdown = client.shutdown.subscribe();
         // Subscribed now: a release from here on reaches us. Try again before waiting,
         // since the lock may have been released before the subscription, unless we
@@ -139,8 +143,14 @@ impl Lock {
             busy = Some(until.saturating_duration_since(Instant::now()));
         }
         loop {
-            if retry_now {
-                match self.holder.attempt(lease_ms).await? {
+            if let Some(pending) = candidate.take_handed() {
+                return Ok(Some(pending.take()));
+            }
+            // No attempt of our own while a release is handing us the lock.
+            if retry_now && candidate.begin_attempt() {
+                let attempt = self.holder.attempt(lease_ms).await;
+                candidate.end_attempt();
+                match attempt? {
                     Attempt::Acquired(pending) => return Ok(Some(pending.take())),
                     Attempt::Busy(ttl) => {
                         busy = ttl;
@@ -151,13 +161,18 @@ impl Lock {
                 }
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            // A hand-off under way ends with a wake-up either way: wait for it even past the deadline.
+            let handing = candidate.is_claimed();
+            if !handing && deadline.is_some_and(|d| now >= d) && candidate.close() {
                 return Ok(None);
             }
             // Nothing is published when a lock expires: wake by its TTL as well.
             let mut until = busy.map(|ttl| now + ttl);
             if let Some(d) = deadline {
                 until = Some(until.map_or(d, |u| u.min(d)));
+            }
+            if handing {
+                until = None;
             }
             let sleep = async {
                 match until {

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::handoff::{Candidate, Claim};
 
 pub(crate) struct PubSubHub {
     shared: Arc<Shared>,
@@ -46,10 +47,11 @@ struct Channel {
     subscribed: watch::Sender<bool>,
 }
 
-/// One waiter's wake-up flag.
+/// One waiter's wake-up flag, and what a release may hand the lock to.
 struct Slot {
     woken: AtomicBool,
     notify: Notify,
+    candidate: Option<Arc<Candidate>>,
 }
 
 impl Slot {
@@ -142,8 +144,10 @@ impl PubSubHub {
     /// Returns `Some(deadline)` when the waiter joined a live subscription behind
     /// other waiters while the lock was known busy until `deadline`: it may wait for
     /// its turn without trying first, since the next release wakes the queue in order.
-    pub async fn waiter(&self, channel: &[u8]) -> (Waiter, Option<Instant>) {
-        let slot = Arc::new(Slot { woken: AtomicBool::new(false), notify: Notify::new() });
+    ///
+    /// A waiter with a `candidate` may be handed the lock by a release of this client.
+    pub async fn waiter(&self, channel: &[u8], candidate: Option<Arc<Candidate>>) -> (Waiter, Option<Instant>) {
+        let slot = Arc::new(Slot { woken: AtomicBool::new(false), notify: Notify::new(), candidate });
         let (mut subscribed, queued) = {
             let mut state = self.shared.state.lock().unwrap();
             if state.task.is_none() {
@@ -172,6 +176,28 @@ impl PubSubHub {
             _ = shutdown.wait_for(|down| *down) => {}
         }
         (waiter, queued)
+    }
+
+    /// Claims the first waiter on `channel` that a release by holder `releaser` may
+    /// hand the lock to, in queue order; `None` when there is none.
+    pub fn claim_successor(&self, channel: &[u8], releaser: u64) -> Option<Claim> {
+        let state = self.shared.state.lock().unwrap();
+        let entry = state.channels.get(channel)?;
+        for slot in &entry.waiters {
+            let Some(candidate) = &slot.candidate else { continue };
+            if candidate.holder.uid == releaser || !candidate.claim() {
+                continue;
+            }
+            // A successor busy with a call of its own is skipped, never waited for.
+            match candidate.holder.op.clone().try_lock_owned() {
+                Ok(guard) => {
+                    let wake_slot = slot.clone();
+                    return Some(Claim { candidate: candidate.clone(), wake: Box::new(move || wake_slot.wake()), guard });
+                }
+                Err(_) => candidate.unclaim(),
+            }
+        }
+        None
     }
 
     /// Number of channels this client is subscribed to right now.

@@ -240,9 +240,15 @@ pub async fn numsub(conn: &mut redis::aio::MultiplexedConnection, channel: &str)
 
 /// Script calls so far (EVALSHA + EVAL), from INFO commandstats.
 pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    command_calls(conn, &["evalsha", "eval"]).await
+}
+
+/// Calls so far of the given commands (lower case), from INFO commandstats; commands
+/// run inside scripts count too.
+pub async fn command_calls(conn: &mut redis::aio::MultiplexedConnection, commands: &[&str]) -> u64 {
     let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
     info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter(|l| commands.iter().any(|c| l.strip_prefix("cmdstat_").and_then(|r| r.strip_prefix(c)).is_some_and(|r| r.starts_with(':'))))
         .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
         .sum()
 }

@@ -1,0 +1,182 @@
+//! Local hand-off: a release that finds a waiter of the same client queued on the
+//! lock gives the hold straight to that waiter inside the release script (one
+//! round-trip, no message, no second acquire) instead of freeing the lock and
+//! waking the waiter to race for it.
+//!
+//! An unfenced successor is let go at once, before the script runs. From the
+//! server's side the hash exists throughout (the releaser's field, then the
+//! successor's), so nobody else can get in between, and the successor's hold is
+//! exactly as good as the releaser's was: if the script finds the releaser's field
+//! gone (force-unlocked, expired), the successor's hold is marked lost, like any
+//! lost hold. This is only done while the releaser's own lease has longer to run
+//! than a reply can take. A fenced successor needs the token the script INCRs, so
+//! it is let go with the reply.
+//!
+//! Waiters of other clients (and Redisson's) are woken only by messages, so after
+//! [`STREAK`] hand-offs in a row a release frees the lock and publishes as usual
+//! (the count travels with the hold, so it survives the waiters' comings and goings).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::OwnedMutexGuard;
+
+use crate::error::{ErrorKind, Result};
+use crate::holder::{Holder, PendingHold, ReleaseReply};
+
+/// Local hand-offs in a row on one lock before a release frees it for everyone.
+pub(crate) const STREAK: u32 = 8;
+
+const OPEN: u8 = 0; // waiting: may be claimed
+const TRYING: u8 = 1; // running its own acquire attempt
+const CLAIMED: u8 = 2; // a release is handing the hold to it
+const CLOSED: u8 = 3; // handed, or gone
+
+/// A queued acquire that a release of the same client may hand the lock to.
+pub(crate) struct Candidate {
+    pub holder: Arc<Holder>,
+    /// The acquire's explicit lease (`None`: watchdog).
+    pub lease_ms: Option<u64>,
+    state: AtomicU8,
+    /// The hold handed over, until the acquire takes it. Dropped untaken (the
+    /// acquire gave up), it releases the level again.
+    handed: Mutex<Option<PendingHold>>,
+}
+
+impl Candidate {
+    pub fn new(holder: Arc<Holder>, lease_ms: Option<u64>) -> Arc<Candidate> {
+        Arc::new(Candidate { holder, lease_ms, state: AtomicU8::new(OPEN), handed: Mutex::new(None) })
+    }
+
+    fn transition(&self, from: u8, to: u8) -> bool {
+        self.state.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Before the acquire's own attempt: false while a release is handing it the lock.
+    pub fn begin_attempt(&self) -> bool {
+        self.transition(OPEN, TRYING)
+    }
+
+    pub fn end_attempt(&self) {
+        self.transition(TRYING, OPEN);
+    }
+
+    /// The acquire gives up (its wait is over); false if a hand-off is under way.
+    pub fn close(&self) -> bool {
+        self.transition(OPEN, CLOSED)
+    }
+
+    /// True while a release is handing the lock to this acquire.
+    pub fn is_claimed(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CLAIMED
+    }
+
+    pub fn take_handed(&self) -> Option<PendingHold> {
+        self.handed.lock().unwrap().take()
+    }
+
+    pub(crate) fn claim(&self) -> bool {
+        self.transition(OPEN, CLAIMED)
+    }
+
+    pub(crate) fn unclaim(&self) {
+        self.transition(CLAIMED, OPEN);
+    }
+
+    fn hand(&self, pending: PendingHold) {
+        *self.handed.lock().unwrap() = Some(pending);
+        self.state.store(CLOSED, Ordering::Release);
+    }
+}
+
+/// A claimed candidate, as the pub/sub hub gives it out: the candidate, its wake-up,
+/// and the successor holder's operation lock (no other call may change its hold
+/// until the hand-off is settled).
+pub(crate) struct Claim {
+    pub candidate: Arc<Candidate>,
+    pub wake: Box<dyn Fn() + Send + Sync>,
+    pub guard: OwnedMutexGuard<()>,
+}
+
+/// A hand-off under way, from the claim until the release script's outcome.
+pub(crate) struct Handoff {
+    claim: Claim,
+    /// The lease the successor's hold gets (its own, or the watchdog's).
+    pub lease_ms: u64,
+    sent_at: Instant,
+    /// The generation of the hold already given to an unfenced successor.
+    early: Option<u64>,
+    /// Hand-offs in a row, this one included.
+    streak: u32,
+}
+
+impl Handoff {
+    /// Prepares handing the lock to `claim`'s candidate; `early` lets an unfenced
+    /// successor go now. `None` (the claim is undone) if the successor holds already.
+    pub fn start(claim: Claim, early: bool, streak: u32) -> Option<Handoff> {
+        let successor = claim.candidate.holder.clone();
+        if successor.state.lock().unwrap().count != 0 {
+            claim.candidate.unclaim();
+            return None;
+        }
+        let lease = claim.candidate.lease_ms;
+        let lease_ms = lease.unwrap_or_else(|| successor.client.config.watchdog_ms());
+        let sent_at = Instant::now();
+        let mut handoff = Handoff { claim, lease_ms, sent_at, early: None, streak };
+        if early && !successor.fenced {
+            let hold = successor.apply_acquired(1, None, lease, sent_at);
+            successor.set_unconfirmed(true);
+            successor.set_streak(streak);
+            handoff.early = Some(successor.state.lock().unwrap().generation);
+            handoff.claim.candidate.hand(PendingHold::new(successor, hold));
+            (handoff.claim.wake)();
+        }
+        Some(handoff)
+    }
+
+    pub fn successor(&self) -> &Arc<Holder> {
+        &self.claim.candidate.holder
+    }
+
+    /// Applies the release script's outcome to the successor.
+    pub async fn settle(self, outcome: &Result<ReleaseReply>) {
+        let successor = self.claim.candidate.holder.clone();
+        let handed = match outcome {
+            Ok(ReleaseReply::Handed(token)) => Ok(Some(*token)),
+            Ok(_) => Ok(None),
+            // A connection failure leaves open whether the script ran: the successor's field tells.
+            Err(e) if e.kind() == ErrorKind::Connection => {
+                match successor.read_own_field_now().await {
+                    Ok((count, token)) if count > 0 => Ok(Some(token.unwrap_or(0))),
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e.clone()),
+        };
+        match (self.early, handed) {
+            (Some(_), Ok(Some(_))) => successor.set_unconfirmed(false),
+            (Some(generation), Ok(None)) => successor.mark_lost(
+                generation,
+                "it was handed over by a holder whose own hold turned out to be gone (expired or force-unlocked)",
+            ),
+            (Some(generation), Err(e)) => {
+                successor.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()))
+            }
+            (None, Ok(Some(token))) => {
+                let token = successor.fenced.then_some(token);
+                let hold = successor.apply_acquired(1, token, self.claim.candidate.lease_ms, self.sent_at);
+                successor.set_streak(self.streak);
+                self.claim.candidate.hand(PendingHold::new(successor, hold));
+                (self.claim.wake)();
+            }
+            (None, _) => {
+                // Not handed: the acquire goes on by itself and tries at once.
+                self.claim.candidate.unclaim();
+                (self.claim.wake)();
+            }
+        }
+        drop(self.claim.guard);
+    }
+}
