@@ -21,7 +21,6 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use tokio::sync::{oneshot, watch};
-use tokio::task::AbortHandle;
 
 /// `(lock id, hold sequence number, message)`: a hold of a lock handle was lost.
 /// Weak (unref'd): it never keeps the event loop alive.
@@ -256,12 +255,24 @@ impl NativeClient {
                 Either::B(b) => self.client.lock_with(&b[..], options),
             }
             .map_err(to_js)?;
-            Ok(NativeLock {
-                lock,
-                id: self.shared.next_lock.fetch_add(1, Ordering::Relaxed),
-                shared: self.shared.clone(),
-                local: Arc::new(Mutex::new(LockLocal::default())),
-            })
+            let id = self.shared.next_lock.fetch_add(1, Ordering::Relaxed);
+            let local = Arc::new(Mutex::new(LockLocal::default()));
+            let (shared, tracked) = (self.shared.clone(), local.clone());
+            // Told by core (from a background thread) when a hold of this handle is lost.
+            lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
+                let seq = {
+                    let local = tracked.lock().unwrap();
+                    // Only the current hold matters: the JS layer ignores holds already over.
+                    match &local.current {
+                        Some(current) if current.borrow().is_some() => local.seq,
+                        _ => return,
+                    }
+                };
+                if let Some(f) = shared.lost_fn() {
+                    f.call((id, seq, event.error.message().to_string()).into(), ThreadsafeFunctionCallMode::NonBlocking);
+                }
+            })));
+            Ok(NativeLock { lock, id, local })
         })
     }
 
@@ -305,7 +316,6 @@ struct LockLocal {
     seq: u32,
     /// The lost signal of the current hold, to tell a re-entry from a new hold.
     current: Option<watch::Receiver<Option<ferrolock::Error>>>,
-    watcher: Option<AbortHandle>,
 }
 
 /// What one successful acquire returns.
@@ -323,52 +333,26 @@ pub struct HoldInfo {
 pub struct NativeLock {
     lock: ferrolock::Lock,
     id: u32,
-    shared: Arc<Shared>,
     local: Arc<Mutex<LockLocal>>,
 }
 
-impl Drop for NativeLock {
-    fn drop(&mut self) {
-        if let Some(w) = self.local.lock().unwrap().watcher.take() {
-            w.abort();
-        }
-    }
-}
-
 impl NativeLock {
-    /// Numbers the hold and, for a new hold, starts waiting for its loss.
+    /// Numbers the hold: a re-entry keeps the number of the hold it enters.
     fn track(&self, hold: &ferrolock::Hold) -> u32 {
         let lost = hold.lost_watch();
         let mut local = self.local.lock().unwrap();
-        if local.current.as_ref().is_some_and(|c| c.same_channel(&lost)) {
-            return local.seq;
+        if !local.current.as_ref().is_some_and(|c| c.same_channel(&lost)) {
+            local.seq = local.seq.wrapping_add(1);
+            local.current = Some(lost);
         }
-        local.seq = local.seq.wrapping_add(1);
-        let seq = local.seq;
-        local.current = Some(lost.clone());
-        let (shared, id) = (self.shared.clone(), self.id);
-        let mut rx = lost;
-        let task = tokio::spawn(async move {
-            // Ends with Err when the hold's state goes away (a newer hold or the handle dropped).
-            let message = match rx.wait_for(Option::is_some).await {
-                Ok(v) => v.as_ref().map(|e| e.message().to_string()).unwrap_or_default(),
-                Err(_) => return,
-            };
-            if let Some(f) = shared.lost_fn() {
-                f.call((id, seq, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        });
-        if let Some(old) = local.watcher.replace(task.abort_handle()) {
-            old.abort();
-        }
-        seq
+        local.seq
     }
 
     fn released(&self) {
         let mut local = self.local.lock().unwrap();
-        local.current = None;
-        if let Some(w) = local.watcher.take() {
-            w.abort();
+        // A hold that ended lost stays current until its 'lost' event is out.
+        if local.current.as_ref().is_some_and(|c| c.borrow().is_none()) {
+            local.current = None;
         }
     }
 }
@@ -523,5 +507,15 @@ impl NativeLock {
     #[napi]
     pub async fn force_unlock(&self) -> napi::Result<bool> {
         guarded(async move { self.lock.force_unlock().await.map_err(to_js) }).await
+    }
+}
+
+/// One worker thread for the addon's runtime: every call already hops JS thread ->
+/// runtime -> JS thread, and on small machines a second worker mostly adds wake-ups
+/// between the two workers (measured: most of the addon's CPU went to parking).
+#[napi_derive::module_init]
+fn init() {
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }
