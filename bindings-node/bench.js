@@ -45,16 +45,34 @@ async function uncontended(impl, n) {
   return { perSec: (n / ms) * 1000, cycleMs: ms / n };
 }
 
-// Total cycles/s of CONCURRENT async workers, each with its own lock name, on one client.
+// redis-server's CPU seconds so far (user + system, all its threads).
+async function serverCpu(redis) {
+  const info = await redis.info('cpu');
+  const field = (k) => Number((info.match(new RegExp(`^${k}:([0-9.]+)`, 'm')) || [])[1] || 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+// Total cycles/s of CONCURRENT async workers, each with its own lock name, on one client,
+// with the CPU time it took on each side: this process (all its threads) and redis-server.
 const CONCURRENT = 8;
-async function uncontendedConcurrent(impl, perWorker) {
+async function uncontendedConcurrent(impl, perWorker, statsRedis) {
   const handles = await Promise.all(
     Array.from({ length: CONCURRENT }, (_, i) => impl.handle(`bench:concurrent:${impl.name}:${i}`)));
   const loop = async (h, n) => { for (let i = 0; i < n; i++) await h.release(await h.acquire()); };
   await Promise.all(handles.map((h) => loop(h, 200)));
+  const server0 = await serverCpu(statsRedis);
+  const client0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(handles.map((h) => loop(h, perWorker)));
-  return (CONCURRENT * perWorker / (performance.now() - t0)) * 1000;
+  const ms = performance.now() - t0;
+  const client = process.cpuUsage(client0);
+  const server = (await serverCpu(statsRedis)) - server0;
+  const cycles = CONCURRENT * perWorker;
+  return {
+    perSec: (cycles / ms) * 1000,
+    clientUs: (client.user + client.system) / cycles,
+    serverUs: (server * 1e6) / cycles,
+  };
 }
 
 async function contended(impl) {
@@ -164,9 +182,12 @@ async function main() {
     const perWorker = Math.ceil(UNCONTENDED / 4);
     out(`Uncontended acquire+release, ${CONCURRENT} concurrent async workers on their own lock names, ${perWorker} cycles each:`);
     const conc = {};
+    out(`  ${''.padEnd(22)} ${'cycles/s'.padStart(8)} ${'client CPU'.padStart(11)} ${'server CPU'.padStart(11)}   (per cycle; server CPU also bounds`);
+    out(`  ${''.padEnd(22)} ${''.padStart(8)} ${''.padStart(11)} ${''.padStart(11)}    any client: 1 s / it = cycles/s with a whole core)`);
     for (const impl of impls) {
-      conc[impl.name] = await uncontendedConcurrent(impl, perWorker);
-      out(`  ${impl.name.padEnd(22)} ${conc[impl.name].toFixed(0).padStart(7)} cycles/s`);
+      const r = await uncontendedConcurrent(impl, perWorker, pingRedis);
+      conc[impl.name] = r.perSec;
+      out(`  ${impl.name.padEnd(22)} ${r.perSec.toFixed(0).padStart(8)} ${(r.clientUs.toFixed(1) + ' us').padStart(11)} ${(r.serverUs.toFixed(1) + ' us').padStart(11)}   (${(1e6 / r.serverUs).toFixed(0)} cycles/s)`);
     }
     out(`  ferrolock / node-redlock: ${(conc.ferrolock / conc['node-redlock v5']).toFixed(2)}x (target >= 2)   ferrolock / redis-semaphore: ${(conc.ferrolock / conc['redis-semaphore Mutex']).toFixed(2)}x`);
     out('');
