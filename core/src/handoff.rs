@@ -125,9 +125,7 @@ impl Handoff {
         let sent_at = Instant::now();
         let mut handoff = Handoff { claim, lease_ms, sent_at, early: None, streak };
         if early && !successor.fenced {
-            let hold = successor.apply_acquired(1, None, lease, sent_at);
-            successor.set_unconfirmed(true);
-            successor.set_streak(streak);
+            let hold = successor.apply_handed(None, lease, sent_at, streak, true);
             handoff.early = Some(successor.state.lock().unwrap().generation);
             handoff.claim.candidate.hand(PendingHold::new(successor, hold));
             (handoff.claim.wake)();
@@ -156,7 +154,7 @@ impl Handoff {
             Err(e) => Err(e.clone()),
         };
         match (self.early, handed) {
-            (Some(_), Ok(Some(_))) => successor.set_unconfirmed(false),
+            (Some(generation), Ok(Some(_))) => successor.confirm_handed(generation),
             (Some(generation), Ok(None)) => successor.mark_lost(
                 generation,
                 "it was handed over by a holder whose own hold turned out to be gone (expired or force-unlocked)",
@@ -166,8 +164,7 @@ impl Handoff {
             }
             (None, Ok(Some(token))) => {
                 let token = successor.fenced.then_some(token);
-                let hold = successor.apply_acquired(1, token, self.claim.candidate.lease_ms, self.sent_at);
-                successor.set_streak(self.streak);
+                let hold = successor.apply_handed(token, self.claim.candidate.lease_ms, self.sent_at, self.streak, false);
                 self.claim.candidate.hand(PendingHold::new(successor, hold));
                 (self.claim.wake)();
             }

@@ -138,6 +138,9 @@ pub(crate) struct HoldState {
     pub lost_error: Option<Error>,
     /// Releases still to be answered with `LockLost` (the levels held when lost).
     lost_levels: u32,
+    /// A release that ends the hold is under way: a renewal that finds the field gone
+    /// raced it, and the release's own answer tells whether the hold was lost.
+    releasing: bool,
     /// Hand-offs in a row that led to this hold (0: acquired by an attempt of its own).
     pub streak: u32,
     /// Handed over by a release whose script has not answered yet: the server may
@@ -179,6 +182,7 @@ impl Holder {
                 lost: watch::channel(None).0,
                 lost_error: None,
                 lost_levels: 0,
+                releasing: false,
                 streak: 0,
                 unconfirmed: false,
                 deadline_task: None,
@@ -285,14 +289,12 @@ impl Holder {
         self.read_own_field(&mut conn).await
     }
 
-    /// Marks a handed-over hold as (not yet) confirmed by the server.
-    pub(crate) fn set_unconfirmed(&self, unconfirmed: bool) {
-        self.state.lock().unwrap().unconfirmed = unconfirmed;
-    }
-
-    /// Records that the current hold came through `streak` hand-offs in a row.
-    pub(crate) fn set_streak(&self, streak: u32) {
-        self.state.lock().unwrap().streak = streak;
+    /// The server confirmed a hold handed over early: the watchdog may renew it.
+    pub(crate) fn confirm_handed(&self, generation: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.generation == generation {
+            st.unconfirmed = false;
+        }
     }
 
     /// Reads this holder's hold count (and the token counter) with a few retries
@@ -319,7 +321,32 @@ impl Holder {
         }
     }
 
-    pub(crate) fn apply_acquired(self: &Arc<Self>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
+    fn apply_acquired(self: &Arc<Self>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
+        self.apply(count, token, lease_ms, sent_at, 0, false)
+    }
+
+    /// Applies a hold handed over by a release (handoff.rs): the `streak`-th hand-off in
+    /// a row; `unconfirmed` while the release script has not answered yet.
+    pub(crate) fn apply_handed(
+        self: &Arc<Self>,
+        token: Option<u64>,
+        lease_ms: Option<u64>,
+        sent_at: Instant,
+        streak: u32,
+        unconfirmed: bool,
+    ) -> Hold {
+        self.apply(1, token, lease_ms, sent_at, streak, unconfirmed)
+    }
+
+    fn apply(
+        self: &Arc<Self>,
+        count: u32,
+        token: Option<u64>,
+        lease_ms: Option<u64>,
+        sent_at: Instant,
+        streak: u32,
+        unconfirmed: bool,
+    ) -> Hold {
         let lease = lease_ms.unwrap_or_else(|| self.client.config.watchdog_ms());
         let mut st = self.state.lock().unwrap();
         let fresh = st.count == 0;
@@ -334,8 +361,9 @@ impl Holder {
             st.lost = watch::channel(None).0;
             st.lost_error = None;
             st.lost_levels = 0;
-            st.streak = 0;
-            st.unconfirmed = false;
+            // Set together with the hold: the watchdog must never see it half-made.
+            st.streak = streak;
+            st.unconfirmed = unconfirmed;
             let task = self.client.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
             if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
                 old.abort();
@@ -370,6 +398,7 @@ impl Holder {
             // Letting an unfenced successor go before the reply is only as safe as this
             // hold: it must outlive the reply (see handoff.rs).
             let early = st.deadline > Instant::now() + self.client.config.response_timeout;
+            st.releasing = full;
             (lease_ms, full, early, st.streak)
         };
         // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
@@ -393,6 +422,7 @@ impl Holder {
                 }
             }
         };
+        self.state.lock().unwrap().releasing = false;
         self.settle_release(outcome?, all)
     }
 
@@ -473,6 +503,14 @@ impl Holder {
             let event = LostEvent { name: self.keys.display.clone(), owner: self.owner.clone(), error };
             // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
             self.client.runtime.spawn_blocking(move || callback(&event));
+        }
+    }
+
+    /// A renewal of `generation` found the owner field gone: the hold is lost, unless a
+    /// release that ends it is under way (it deleted the field; its answer decides).
+    pub fn renewal_found_gone(&self, generation: u64) {
+        if !self.state.lock().unwrap().releasing {
+            self.mark_lost(generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)");
         }
     }
 

@@ -90,7 +90,7 @@ async fn renew_batch(client: &ClientInner, batch: &[(Arc<Holder>, u64)]) -> Rene
                     holder.renewed(*generation, sent_at);
                     report.renewed += 1;
                 } else {
-                    holder.mark_lost(*generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)");
+                    holder.renewal_found_gone(*generation);
                     report.lost += 1;
                 }
             }
