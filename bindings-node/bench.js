@@ -182,14 +182,20 @@ async function main() {
     const perWorker = Math.ceil(UNCONTENDED / 4);
     out(`Uncontended acquire+release, ${CONCURRENT} concurrent async workers on their own lock names, ${perWorker} cycles each:`);
     const conc = {};
+    const serverUs = {};
     out(`  ${''.padEnd(22)} ${'cycles/s'.padStart(8)} ${'client CPU'.padStart(11)} ${'server CPU'.padStart(11)}   (per cycle; server CPU also bounds`);
     out(`  ${''.padEnd(22)} ${''.padStart(8)} ${''.padStart(11)} ${''.padStart(11)}    any client: 1 s / it = cycles/s with a whole core)`);
     for (const impl of impls) {
       const r = await uncontendedConcurrent(impl, perWorker, pingRedis);
       conc[impl.name] = r.perSec;
+      serverUs[impl.name] = r.serverUs;
       out(`  ${impl.name.padEnd(22)} ${r.perSec.toFixed(0).padStart(8)} ${(r.clientUs.toFixed(1) + ' us').padStart(11)} ${(r.serverUs.toFixed(1) + ' us').padStart(11)}   (${(1e6 / r.serverUs).toFixed(0)} cycles/s)`);
     }
     out(`  ferrolock / node-redlock: ${(conc.ferrolock / conc['node-redlock v5']).toFixed(2)}x (target >= 2)   ferrolock / redis-semaphore: ${(conc.ferrolock / conc['redis-semaphore Mutex']).toFixed(2)}x`);
+    const twice = 2 * conc['node-redlock v5'];
+    const cores = (name) => ((twice * serverUs[name]) / 1e6).toFixed(2);
+    out(`  2x node-redlock = ${twice.toFixed(0)} cycles/s would keep redis-server busy for ${cores('ferrolock')} cores with ferrolock's`);
+    out(`  commands and ${cores('node-redlock v5')} with node-redlock's own; it runs commands on one thread (at most 1 core).`);
     out('');
     out(`Contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms (non-atomic counter):`);
     out('  (hand-off: release() called -> a worker that was already waiting gets the lock; gap: mean time per');
