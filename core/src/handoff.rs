@@ -125,7 +125,7 @@ impl Handoff {
         let sent_at = Instant::now();
         let mut handoff = Handoff { claim, lease_ms, sent_at, early: None, streak };
         if early && !successor.fenced {
-            let hold = successor.apply_handed(None, lease, sent_at, streak, true);
+            let hold = successor.apply(1, None, lease, sent_at, streak, true);
             handoff.early = Some(successor.state.lock().unwrap().generation);
             handoff.claim.candidate.hand(PendingHold::new(successor, hold));
             (handoff.claim.wake)();
@@ -164,7 +164,7 @@ impl Handoff {
             }
             (None, Ok(Some(token))) => {
                 let token = successor.fenced.then_some(token);
-                let hold = successor.apply_handed(token, self.claim.candidate.lease_ms, self.sent_at, self.streak, false);
+                let hold = successor.apply(1, token, self.claim.candidate.lease_ms, self.sent_at, self.streak, false);
                 self.claim.candidate.hand(PendingHold::new(successor, hold));
                 (self.claim.wake)();
             }

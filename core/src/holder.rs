@@ -325,20 +325,10 @@ impl Holder {
         self.apply(count, token, lease_ms, sent_at, 0, false)
     }
 
-    /// Applies a hold handed over by a release (handoff.rs): the `streak`-th hand-off in
-    /// a row; `unconfirmed` while the release script has not answered yet.
-    pub(crate) fn apply_handed(
-        self: &Arc<Self>,
-        token: Option<u64>,
-        lease_ms: Option<u64>,
-        sent_at: Instant,
-        streak: u32,
-        unconfirmed: bool,
-    ) -> Hold {
-        self.apply(1, token, lease_ms, sent_at, streak, unconfirmed)
-    }
-
-    fn apply(
+    /// Applies an acquisition to the local view. A hold handed over by a release
+    /// (handoff.rs) is the `streak`-th hand-off in a row, and `unconfirmed` while the
+    /// release script has not answered yet.
+    pub(crate) fn apply(
         self: &Arc<Self>,
         count: u32,
         token: Option<u64>,

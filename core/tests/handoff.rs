@@ -70,8 +70,16 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client_in_one_call() {
     assert!(!hold.is_lost());
     // An explicit lease: the watchdog leaves it alone.
     assert_eq!(c.renew_held_locks().await.unwrap().renewed, 0);
-    assert_eq!(b.release().await.unwrap(), ferrolock::Released::Unlocked);
     assert_eq!(a.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
+
+    // Back to A, on the watchdog: renewed once the release has answered.
+    let waiting = spawn_waiter(&raw, &a, AcquireOptions::default()).await;
+    assert_eq!(b.release().await.unwrap(), ferrolock::Released::Unlocked);
+    let _hold = waiting.await.unwrap().unwrap();
+    let report = c.renew_held_locks().await.unwrap();
+    assert_eq!((report.renewed, report.lost), (1, 0));
+    assert_eq!(fields(&mut raw, "handed").await, HashMap::from([(a.owner().to_string(), 1)]));
+    assert_eq!(a.release().await.unwrap(), ferrolock::Released::Unlocked);
     c.shutdown().await.unwrap();
     assert_eq!(keys(&mut raw).await, Vec::<String>::new());
 }
