@@ -157,7 +157,7 @@ impl Handoff {
             (Some(generation), Ok(Some(_))) => successor.confirm_handed(generation),
             (Some(generation), Ok(None)) => successor.mark_lost(
                 generation,
-                "it was handed over by a holder whose own hold turned out to be gone (expired or force-unlocked)",
+                "it was handed over by a holder whose own hold was already gone on the server (expired or force-unlocked)",
             ),
             (Some(generation), Err(e)) => {
                 successor.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()))
