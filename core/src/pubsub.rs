@@ -6,7 +6,7 @@
 //! waiter is woken, since messages sent during the gap are lost.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,9 @@ struct Shared {
     config: Config,
     runtime: Handle,
     shutdown: watch::Receiver<bool>,
+    /// Waiters registered on any channel: every acquire and every release asks
+    /// whether a channel has waiters, and mostly none has; this answers without the lock.
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -104,6 +107,7 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock().unwrap();
+        self.shared.waiting.fetch_sub(1, Ordering::AcqRel);
         let Some(channel) = state.channels.get_mut(&self.channel) else { return };
         channel.waiters.retain(|s| !Arc::ptr_eq(s, &self.slot));
         if self.slot.woken.load(Ordering::Acquire) {
@@ -120,11 +124,15 @@ impl Drop for Waiter {
 
 impl PubSubHub {
     pub fn new(redis: redis::Client, config: Config, runtime: Handle, shutdown: watch::Receiver<bool>) -> Self {
-        PubSubHub { shared: Arc::new(Shared { state: Mutex::new(State::default()), redis, config, runtime, shutdown }) }
+        let state = Mutex::new(State::default());
+        PubSubHub { shared: Arc::new(Shared { state, redis, config, runtime, shutdown, waiting: AtomicUsize::new(0) }) }
     }
 
     /// True if this client already has waiters on `channel`.
     pub fn has_waiters(&self, channel: &[u8]) -> bool {
+        if self.shared.waiting.load(Ordering::Acquire) == 0 {
+            return false;
+        }
         let state = self.shared.state.lock().unwrap();
         state.channels.get(channel).is_some_and(|c| !c.waiters.is_empty())
     }
@@ -161,6 +169,7 @@ impl PubSubHub {
                 .busy_until
                 .filter(|until| live && !entry.waiters.is_empty() && *until > Instant::now());
             entry.waiters.push_back(slot.clone());
+            self.shared.waiting.fetch_add(1, Ordering::AcqRel);
             let rx = entry.subscribed.subscribe();
             if !live {
                 if let Some(tx) = &state.reconcile {
@@ -181,6 +190,9 @@ impl PubSubHub {
     /// Claims the first waiter on `channel` that a release by holder `releaser` may
     /// hand the lock to, in queue order; `None` when there is none.
     pub fn claim_successor(&self, channel: &[u8], releaser: u64) -> Option<Claim> {
+        if self.shared.waiting.load(Ordering::Acquire) == 0 {
+            return None;
+        }
         let state = self.shared.state.lock().unwrap();
         let entry = state.channels.get(channel)?;
         for slot in &entry.waiters {
