@@ -22,9 +22,35 @@ use crate::watchdog::{self, RenewalReport};
 
 /// A connection to one Redis deployment, shared by all locks made from it.
 /// Cheap to clone; all clones are the same client (same client id, same watchdog).
+///
+/// The client shuts down (releasing what it holds) on [`Client::shutdown`], or by
+/// itself once every `Client` and [`Lock`] handle of it is gone.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,
+    alive: Arc<Alive>,
+}
+
+/// Shared by every `Client` and `Lock` handle of one client. The client keeps its
+/// held holders alive (holds end only by release, lease end or shutdown), which ties
+/// them to it in a cycle; when the last user handle goes, this shuts the client down.
+pub(crate) struct Alive(Arc<ClientInner>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        let inner = self.0.clone();
+        if inner.is_shut_down() {
+            return;
+        }
+        if inner.check_process().is_err() {
+            // Forked child: the parent's runtime and sockets do not exist here.
+            inner.held.lock().unwrap().clear();
+            return;
+        }
+        tracing::debug!(client = %inner.id, "last handle of the client dropped; shutting it down");
+        let runtime = inner.runtime.clone();
+        runtime.spawn(async move { inner.close().await });
+    }
 }
 
 pub(crate) struct ClientInner {
@@ -42,11 +68,11 @@ pub(crate) struct ClientInner {
     next_request: AtomicU64,
     /// Every live holder: handles for the same holder share state.
     holders: Mutex<HashMap<HolderKey, Weak<Holder>>>,
-    /// Holders that currently hold their lock: renewed by the watchdog, released at shutdown.
-    held: Mutex<HashMap<u64, Weak<Holder>>>,
+    /// Holders that currently hold their lock: renewed by the watchdog, released at
+    /// shutdown, and kept alive here, so that dropping every handle of a holder
+    /// (a garbage-collected binding object, an ended thread) never ends its hold.
+    held: Mutex<HashMap<u64, Arc<Holder>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// Releases of holds whose last handle was dropped; shutdown waits for them.
-    orphans: Mutex<Vec<JoinHandle<()>>>,
     /// Acquire/release calls in flight; shutdown waits for them to settle.
     inflight: std::sync::atomic::AtomicUsize,
     idle: tokio::sync::Notify,
@@ -158,14 +184,14 @@ impl Client {
             holders: Mutex::new(HashMap::new()),
             held: Mutex::new(HashMap::new()),
             tasks: Mutex::new(vec![sweeper_task]),
-            orphans: Mutex::new(Vec::new()),
             inflight: std::sync::atomic::AtomicUsize::new(0),
             idle: tokio::sync::Notify::new(),
         });
         let wd = inner.runtime.spawn(watchdog::run(Arc::downgrade(&inner), inner.shutdown.subscribe()));
         inner.tasks.lock().unwrap().push(wd);
         tracing::debug!(client = %inner.id, %server, "ferrolock client connected");
-        Ok(Client { inner })
+        let alive = Arc::new(Alive(inner.clone()));
+        Ok(Client { inner, alive })
     }
 
     /// This client's id: a random UUID v4, the first half of every owner field it writes.
@@ -219,11 +245,11 @@ impl Client {
         let key = (name.to_vec(), owner, options.fenced);
         let mut holders = self.inner.holders.lock().unwrap();
         if let Some(existing) = holders.get(&key).and_then(Weak::upgrade) {
-            return Ok(Lock::from_holder(existing));
+            return Ok(Lock::from_holder(existing, self.alive.clone()));
         }
         let holder = Holder::new(self.inner.clone(), name, key.1.clone(), options.fenced);
         holders.insert(key, Arc::downgrade(&holder));
-        Ok(Lock::from_holder(holder))
+        Ok(Lock::from_holder(holder, self.alive.clone()))
     }
 
     /// A fresh holder id, unique within this client (bindings map threads or tasks to these).
@@ -257,39 +283,40 @@ impl Client {
     /// bounded by the response timeout), stops waiting acquires with `Cancelled`, and
     /// closes the connections. Later calls on this client fail with `Cancelled`.
     pub async fn shutdown(&self) -> Result<()> {
-        if self.inner.shutdown.send_replace(true) {
-            return Ok(());
-        }
-        // No attempt starts from here on; the ones in flight may still acquire, so
-        // let them settle before and after releasing what is held.
-        let settle = self.inner.config.response_timeout * 2;
-        let _ = tokio::time::timeout(settle, self.inner.settled()).await;
-        let held = self.inner.held_holders();
-        let releases = held.into_iter().map(|h| async move {
-            let _ = tokio::time::timeout(h.client.config.response_timeout * 2, h.release_all()).await;
-        });
-        futures_util::future::join_all(releases).await;
-        let _ = tokio::time::timeout(settle, self.inner.settled()).await;
-        // Taking the connection under the orphans lock: every orphan release either
-        // started with a connection of its own (and is awaited here) or saw none.
-        let conn = {
-            let _orphans = self.inner.orphans.lock().unwrap();
-            self.inner.conn.write().unwrap().take()
-        };
-        let orphans = std::mem::take(&mut *self.inner.orphans.lock().unwrap());
-        let _ = tokio::time::timeout(self.inner.config.response_timeout * 2, futures_util::future::join_all(orphans)).await;
-        let _ = tokio::time::timeout(self.inner.config.response_timeout, self.inner.latches.flush()).await;
-        for task in std::mem::take(&mut *self.inner.tasks.lock().unwrap()) {
-            task.abort();
-        }
-        self.inner.pubsub.stop();
-        drop(conn);
-        tracing::debug!(client = %self.inner.id, "ferrolock client shut down");
+        self.inner.close().await;
         Ok(())
     }
 }
 
 impl ClientInner {
+    /// See [`Client::shutdown`].
+    async fn close(self: &Arc<Self>) {
+        if self.shutdown.send_replace(true) {
+            return;
+        }
+        // No attempt starts from here on; the ones in flight may still acquire, so
+        // let them settle before and after releasing what is held.
+        let settle = self.config.response_timeout * 2;
+        let _ = tokio::time::timeout(settle, self.settled()).await;
+        let held = self.held_holders();
+        let releases = held.into_iter().map(|h| async move {
+            let _ = tokio::time::timeout(h.client.config.response_timeout * 2, h.release_all()).await;
+        });
+        futures_util::future::join_all(releases).await;
+        let _ = tokio::time::timeout(settle, self.settled()).await;
+        // Whatever could not be released stays until its lease ends; drop the
+        // references so that nothing keeps this client alive any more.
+        self.held.lock().unwrap().clear();
+        let conn = self.conn.write().unwrap().take();
+        let _ = tokio::time::timeout(self.config.response_timeout, self.latches.flush()).await;
+        for task in std::mem::take(&mut *self.tasks.lock().unwrap()) {
+            task.abort();
+        }
+        self.pubsub.stop();
+        drop(conn);
+        tracing::debug!(client = %self.id, "ferrolock client shut down");
+    }
+
     pub fn check_process(&self) -> Result<()> {
         if std::process::id() != self.pid {
             return Err(Error::invalid(
@@ -329,24 +356,12 @@ impl ClientInner {
         }
     }
 
-    /// Starts a best-effort release for a holder that is being dropped while holding.
-    pub fn spawn_orphan_release<F, Fut>(&self, release: F)
-    where
-        F: FnOnce(ConnectionManager) -> Fut,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
-    {
-        let mut orphans = self.orphans.lock().unwrap();
-        let Some(conn) = self.conn.read().unwrap().clone() else { return };
-        orphans.retain(|t| !t.is_finished());
-        orphans.push(self.runtime.spawn(release(conn)));
-    }
-
     pub fn is_shut_down(&self) -> bool {
         *self.shutdown.borrow()
     }
 
     pub fn register_held(&self, holder: &Arc<Holder>) {
-        self.held.lock().unwrap().insert(holder.uid, Arc::downgrade(holder));
+        self.held.lock().unwrap().insert(holder.uid, holder.clone());
     }
 
     pub fn unregister_held(&self, uid: u64) {
@@ -354,7 +369,7 @@ impl ClientInner {
     }
 
     pub fn held_holders(&self) -> Vec<Arc<Holder>> {
-        self.held.lock().unwrap().values().filter_map(Weak::upgrade).collect()
+        self.held.lock().unwrap().values().cloned().collect()
     }
 
     pub fn forget_holder(&self, name: &[u8], owner: &str, fenced: bool) {

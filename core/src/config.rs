@@ -17,6 +17,9 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// How long a release is retried after a lost reply (also the unlock latch TTL).
     pub retry_window: Duration,
+    /// Clock drift allowance, as a fraction of the lease: a holder counts its hold as
+    /// lost `lease x drift_factor + 2 ms` before Redis would expire it (DESIGN §3).
+    pub drift_factor: f64,
 }
 
 impl Default for Config {
@@ -26,6 +29,7 @@ impl Default for Config {
             response_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(2),
             retry_window: Duration::from_secs(5),
+            drift_factor: 0.01,
         }
     }
 }
@@ -40,7 +44,19 @@ impl Config {
         self.watchdog_timeout / 3
     }
 
+    /// How long before Redis's expiry a holder counts its hold as lost:
+    /// `lease x drift_factor + 2 ms`, so the loss is told before anyone else can hold it.
+    pub fn safety_margin(&self, lease: Duration) -> Duration {
+        lease.mul_f64(self.drift_factor) + Duration::from_millis(2)
+    }
+
     fn validate(&self) -> Result<()> {
+        if !(self.drift_factor.is_finite() && (0.0..=0.5).contains(&self.drift_factor)) {
+            return Err(Error::invalid(format!(
+                "drift_factor = {} is out of range; give 0 to 0.5 (default 0.01)",
+                self.drift_factor
+            )));
+        }
         check_range("watchdog_timeout", self.watchdog_timeout, Duration::from_millis(30), crate::validate::MAX_DURATION)?;
         check_range("response_timeout", self.response_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         check_range("connect_timeout", self.connect_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
@@ -100,6 +116,13 @@ impl ClientBuilder {
     /// How long a release with a lost reply is retried; also the unlock latch TTL (default 5 s).
     pub fn retry_window(mut self, value: Duration) -> Self {
         self.config.retry_window = value;
+        self
+    }
+
+    /// Clock drift allowance as a fraction of the lease (default 0.01): a hold is
+    /// reported lost `lease x drift_factor + 2 ms` before Redis would expire it.
+    pub fn drift_factor(mut self, value: f64) -> Self {
+        self.config.drift_factor = value;
         self
     }
 

@@ -20,6 +20,9 @@ pub enum ErrorKind {
     WrongType,
     /// Bad input: name, duration, URL or option out of range.
     InvalidArgument,
+    /// An ACL refused a command, key or channel (`NOPERM`). The message names what
+    /// was refused and the ACL rule that would allow it.
+    PermissionDenied,
     /// The caller (or a client shutdown) cancelled a wait.
     Cancelled,
     /// A bug in ferrolock, or a reply it does not understand.
@@ -36,6 +39,7 @@ impl ErrorKind {
             ErrorKind::Connection => "ERR_CONNECTION",
             ErrorKind::WrongType => "ERR_WRONG_TYPE",
             ErrorKind::InvalidArgument => "ERR_INVALID_ARGUMENT",
+            ErrorKind::PermissionDenied => "ERR_PERMISSION",
             ErrorKind::Cancelled => "ERR_CANCELLED",
             ErrorKind::Internal => "ERR_INTERNAL",
         }
@@ -87,7 +91,8 @@ impl Error {
         let code = err.code().unwrap_or("");
         let kind = match err.kind() {
             _ if code == "WRONGTYPE" => ErrorKind::WrongType,
-            _ if matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM") => ErrorKind::Connection,
+            _ if code == "NOPERM" || err.to_string().contains("NOPERM") => ErrorKind::PermissionDenied,
+            _ if matches!(code, "NOAUTH" | "WRONGPASS") => ErrorKind::Connection,
             RK::AuthenticationFailed => ErrorKind::Connection,
             RK::Io => ErrorKind::Connection,
             RK::Server(SK::BusyLoading | SK::TryAgain | SK::ClusterDown | SK::MasterDown | SK::ReadOnly) => {
@@ -99,6 +104,9 @@ impl Error {
             }
             _ => ErrorKind::Internal,
         };
+        if kind == ErrorKind::PermissionDenied {
+            return Error::new(kind, format!("{context}: Redis refused it ({err}); {}", permission_hint(&err.to_string())));
+        }
         let hint = match kind {
             ErrorKind::Connection if matches!(err.kind(), RK::AuthenticationFailed)
                 || matches!(code, "NOAUTH" | "WRONGPASS") =>
@@ -116,6 +124,27 @@ impl Error {
     pub(crate) fn is_ambiguous(err: &redis::RedisError) -> bool {
         err.is_io_error() || err.is_timeout() || err.is_connection_dropped()
     }
+}
+
+/// The ACL rule that would allow what a `NOPERM` error refused (Redis names a
+/// command, a key or a channel in its message).
+fn permission_hint(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    if let Some(rest) = lower.split("to run the '").nth(1) {
+        let command = rest.split('\'').next().unwrap_or("");
+        return format!("the ACL user needs +{command} (ACL SETUSER <user> +{command})");
+    }
+    if lower.contains("channel") {
+        return "the ACL user needs access to the lock channels: &redisson_lock__channel:* (or resetchannels &*)"
+            .to_string();
+    }
+    if lower.contains("key") {
+        return "the ACL user needs key access to the lock name and its helper keys: ~<lock name> \
+                ~redisson_*:{<lock name>}* (scripts' keys need key access too)"
+            .to_string();
+    }
+    "grant the ACL user the command, key and channel permissions listed in the README (least-privilege ACL user)"
+        .to_string()
 }
 
 impl fmt::Display for Error {

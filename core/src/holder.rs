@@ -131,7 +131,8 @@ pub(crate) struct HoldState {
     pub watchdog: bool,
     /// PEXPIRE used when a partial release keeps the lock.
     pub lease_ms: u64,
-    /// Local monotonic deadline: last successful acquire/renewal send time + lease.
+    /// Local monotonic deadline: send time of the last confirmed acquire/renewal +
+    /// lease - safety margin (see `Holder::deadline_after`).
     pub deadline: Instant,
     lost: watch::Sender<Option<Error>>,
     /// Set when the current hold was lost; cleared by the next first acquisition.
@@ -159,6 +160,8 @@ pub(crate) struct Holder {
     pub op: Arc<tokio::sync::Mutex<()>>,
     pub state: Mutex<HoldState>,
     pub on_lost: Mutex<Option<LostCallback>>,
+    /// Live `Lock` handles of this holder: the last one dropped while holding is logged.
+    pub handles: std::sync::atomic::AtomicUsize,
 }
 
 static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -188,6 +191,7 @@ impl Holder {
                 deadline_task: None,
             }),
             on_lost: Mutex::new(None),
+            handles: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -344,7 +348,7 @@ impl Holder {
         st.token = token;
         st.lease_ms = lease;
         // A re-entry PEXPIREs to its own lease, so the deadline follows the latest call.
-        st.deadline = sent_at + Duration::from_millis(lease);
+        st.deadline = self.deadline_after(sent_at, lease);
         if fresh {
             st.generation += 1;
             st.watchdog = lease_ms.is_none();
@@ -508,8 +512,16 @@ impl Holder {
     pub fn renewed(&self, generation: u64, sent_at: Instant) {
         let mut st = self.state.lock().unwrap();
         if st.generation == generation && st.count > 0 {
-            st.deadline = sent_at + Duration::from_millis(self.client.config.watchdog_ms());
+            st.deadline = self.deadline_after(sent_at, self.client.config.watchdog_ms());
         }
+    }
+
+    /// The local deadline of a lease of `lease_ms` sent at `sent_at`: Redis's expiry
+    /// comes no sooner than `sent_at + lease`, so a loss told at this deadline
+    /// precedes it by the safety margin (clock drift, timer and scheduling delays).
+    fn deadline_after(&self, sent_at: Instant, lease_ms: u64) -> Instant {
+        let lease = Duration::from_millis(lease_ms);
+        sent_at + lease.saturating_sub(self.client.config.safety_margin(lease))
     }
 
     /// The generation of the hold, if the watchdog should renew it.
@@ -521,22 +533,9 @@ impl Holder {
 
 impl Drop for Holder {
     fn drop(&mut self) {
+        // Held holders are kept alive by the client (see `ClientInner::held`), so a
+        // holder that goes away holds nothing.
         self.client.forget_holder(&self.keys.name, &self.owner, self.fenced);
-        let st = self.state.get_mut().unwrap();
-        if st.count == 0 {
-            return;
-        }
-        // The last handle went away while holding: nobody could release it any more.
-        if let Some(task) = st.deadline_task.take() {
-            task.abort();
-        }
-        self.client.unregister_held(self.uid);
-        let (client, keys, owner) = (self.client.clone(), self.keys.clone(), self.owner.clone());
-        tracing::debug!(lock = %keys.display, "last handle dropped while holding; releasing");
-        self.client.spawn_orphan_release(move |conn| async move {
-            let request_id = client.new_request_id();
-            let _ = release_script(&client, conn, &keys, &owner, &request_id, 0, true, None).await;
-        });
     }
 }
 

@@ -1,10 +1,12 @@
 //! The public lock handle: acquire (with waiting on pub/sub), release, queries.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionManager;
 
+use crate::client::Alive;
 use crate::error::{Error, Result};
 use crate::handoff::Candidate;
 use crate::holder::{Attempt, Hold, Holder, LostCallback, Released};
@@ -47,9 +49,38 @@ impl AcquireOptions {
 /// A handle on one lock name for one holder. Clones share the holder; a new
 /// handle from [`crate::Client::lock`] is a new holder. Re-entrant: the same
 /// holder may acquire again and must release as often.
-#[derive(Clone)]
+///
+/// A hold ends only by a release (explicit, or by dropping its [`Guard`]), by
+/// the end of an explicit lease, or by the client's shutdown: dropping every
+/// handle of a holder that holds keeps the hold (the client keeps it, renewed,
+/// and logs a warning), like a thread that exits while holding a C lock.
 pub struct Lock {
     pub(crate) holder: Arc<Holder>,
+    /// Keeps the client up while a handle exists (see `client::Alive`).
+    _alive: Arc<Alive>,
+}
+
+impl Clone for Lock {
+    fn clone(&self) -> Self {
+        Lock::from_holder(self.holder.clone(), self._alive.clone())
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if self.holder.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let count = self.holder.state.lock().unwrap().count;
+            if count > 0 && !self.holder.client.is_shut_down() {
+                tracing::warn!(
+                    lock = %self.holder.keys.display,
+                    owner = %self.holder.owner,
+                    "the last handle of a holder of lock \"{}\" was dropped while it holds {count} level(s); \
+                     the hold stays until its lease ends or the client shuts down (release before dropping)",
+                    self.holder.keys.display
+                );
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Lock {
@@ -63,8 +94,9 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn from_holder(holder: Arc<Holder>) -> Lock {
-        Lock { holder }
+    pub(crate) fn from_holder(holder: Arc<Holder>, alive: Arc<Alive>) -> Lock {
+        holder.handles.fetch_add(1, Ordering::AcqRel);
+        Lock { holder, _alive: alive }
     }
 
     /// The lock name (lossy UTF-8 for non-UTF-8 names).
