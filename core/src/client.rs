@@ -4,9 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -18,6 +16,7 @@ use crate::holder::Holder;
 use crate::latch::LatchSweeper;
 use crate::lock::{Lock, LockOptions};
 use crate::pubsub::PubSubHub;
+use crate::transport::Conn;
 use crate::watchdog::{self, RenewalReport};
 
 /// A connection to one Redis deployment, shared by all locks made from it.
@@ -60,7 +59,7 @@ pub(crate) struct ClientInner {
     pub config: Config,
     pub runtime: Handle,
     /// Taken out at shutdown, which closes the connection once in-flight calls end.
-    conn: RwLock<Option<ConnectionManager>>,
+    conn: RwLock<Option<Conn>>,
     pub pubsub: PubSubHub,
     pub latches: LatchSweeper,
     pub shutdown: watch::Sender<bool>,
@@ -159,14 +158,7 @@ impl Client {
             Ok(Ok(_)) => {}
         }
 
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout))
-            .set_number_of_retries(3)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_lazy_with_config(redis_client.clone(), manager_config)
-            .map_err(|e| Error::from_redis(&e, &format!("cannot set up the connection to {server}")))?;
+        let conn = Conn::new(redis_client.clone(), config.connect_timeout, config.response_timeout);
 
         let (shutdown, _) = watch::channel(false);
         let (latches, sweeper_task) = LatchSweeper::start(&runtime, conn.clone());
@@ -266,7 +258,7 @@ impl Client {
     /// watchdog_timeout / 3). Reports how many script calls it made and how long it took.
     pub async fn renew_held_locks(&self) -> Result<RenewalReport> {
         self.inner.conn()?;
-        Ok(watchdog::renew_all(&self.inner).await)
+        Ok(watchdog::renew_all(&self.inner, true).await)
     }
 
     /// Number of lock channels this client's pub/sub connection is subscribed to.
@@ -327,7 +319,7 @@ impl ClientInner {
     }
 
     /// The command connection, or `Cancelled` after shutdown.
-    pub fn conn(&self) -> Result<ConnectionManager> {
+    pub fn conn(&self) -> Result<Conn> {
         self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
     }

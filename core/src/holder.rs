@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
+use crate::transport::Conn;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
@@ -147,6 +147,8 @@ pub(crate) struct HoldState {
     /// Handed over by a release whose script has not answered yet: the server may
     /// still show the previous holder's field, so the watchdog must not renew yet.
     unconfirmed: bool,
+    /// The generation whose renewal call is in flight: later rounds leave it out.
+    renewing: Option<u64>,
     deadline_task: Option<AbortHandle>,
 }
 
@@ -188,6 +190,7 @@ impl Holder {
                 releasing: false,
                 streak: 0,
                 unconfirmed: false,
+                renewing: None,
                 deadline_task: None,
             }),
             on_lost: Mutex::new(None),
@@ -215,31 +218,21 @@ impl Holder {
     /// unlock); only if the caller drops it half-way is the rest moved to a task.
     async fn detached<T, F, Fut>(self: &Arc<Self>, op: F) -> Result<T>
     where
-        F: FnOnce(Arc<Holder>) -> Fut + Send + 'static,
+        F: FnOnce(Arc<Holder>, OpGuard) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
         let call = self.client.begin_call();
-        let guard = self.op.clone().lock_owned().await;
-        let this = self.clone();
-        FinishInBackground::new(
-            async move {
-                let _guard = guard;
-                let result = op(this).await;
-                drop(call);
-                result
-            },
-            self.client.runtime.clone(),
-        )
-        .await
+        let op_guard = OpGuard { _op: self.op.clone().lock_owned().await, _call: call };
+        FinishInBackground::new(op(self.clone(), op_guard), self.client.runtime.clone()).await
     }
 
     /// One acquire attempt.
     pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
-        self.detached(move |h| async move { h.acquire_once(lease_ms).await }).await
+        self.detached(move |h, guard| async move { h.acquire_once(lease_ms, guard).await }).await
     }
 
-    async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt> {
+    async fn acquire_once(self: &Arc<Self>, lease_ms: Option<u64>, guard: OpGuard) -> Result<Attempt> {
         if self.client.is_shut_down() {
             return Err(Error::shut_down());
         }
@@ -256,9 +249,19 @@ impl Holder {
             match call.invoke_async::<Vec<i64>>(&mut conn).await {
                 Ok(reply) => return self.decode_acquire(&reply, lease_ms, sent_at),
                 Err(e) if Error::is_ambiguous(&e) => {
-                    // The script may or may not have run: our own field tells which.
+                    // The script may or may not have run: our own field tells which. The
+                    // connection that failed was retired, so the read goes to a fresh one.
                     tracing::debug!(lock = %self.keys.display, error = %e, "acquire reply lost; reading the hold back");
-                    let (count, token) = self.read_own_field(&mut conn).await?;
+                    let (count, token) = match self.read_own_field(&mut conn).await {
+                        Ok(field) => field,
+                        Err(err) => {
+                            // Still unknown: the caller gets the error, and a resolver settles
+                            // it (holding the operation lock, so no call sees a half state).
+                            let this = self.clone();
+                            self.client.runtime.spawn(this.resolve_unknown_acquire(guard, before, lease, sent_at));
+                            return Err(err);
+                        }
+                    };
                     if count > before as i64 {
                         let hold = self.apply_acquired(count as u32, token, lease_ms, sent_at);
                         return Ok(Attempt::Acquired(PendingHold { holder: self.clone(), hold: Some(hold) }));
@@ -287,6 +290,44 @@ impl Holder {
         }
     }
 
+    /// Settles an acquire whose reply was lost and whose read-back failed: as soon as
+    /// Redis answers, levels it added are released (publishing, as a release does),
+    /// so the lock is free long before the lease ends and the local view never
+    /// reports a hold the caller was not given. Gives up only when a new hold would
+    /// have expired by itself, or when the client is gone.
+    async fn resolve_unknown_acquire(self: Arc<Self>, guard: OpGuard, before: u32, lease_ms: u64, sent_at: Instant) {
+        let _guard = guard;
+        let mut delay = Duration::from_millis(20);
+        loop {
+            if before == 0 && Instant::now() >= sent_at + Duration::from_millis(lease_ms) {
+                return;
+            }
+            let Ok(mut conn) = self.client.conn() else { return };
+            let read: redis::RedisResult<Option<i64>> = redis::Cmd::hget(&self.keys.name, &self.owner).query_async(&mut conn).await;
+            match read {
+                Ok(count) => {
+                    let extra = count.unwrap_or(0) - before as i64;
+                    if extra <= 0 {
+                        return;
+                    }
+                    let lease = if before == 0 { 0 } else { self.state.lock().unwrap().lease_ms };
+                    let request_id = self.client.new_request_id();
+                    let undone = release_script(&self.client, conn, &self.keys, &self.owner, &request_id, lease, Levels::Some(extra as u32), None).await;
+                    match undone {
+                        Ok(_) => {
+                            tracing::info!(lock = %self.keys.display, owner = %self.owner, levels = extra, "undid an acquisition whose reply was lost");
+                            return;
+                        }
+                        Err(e) => tracing::debug!(lock = %self.keys.display, error = %e, "could not undo a lost acquisition yet; retrying"),
+                    }
+                }
+                Err(e) => tracing::debug!(lock = %self.keys.display, error = %e, "lost acquisition still unresolved; retrying"),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
+        }
+    }
+
     /// Like [`Holder::read_own_field`], on the client's connection.
     pub(crate) async fn read_own_field_now(&self) -> Result<(i64, Option<u64>)> {
         let mut conn = self.client.conn()?;
@@ -303,7 +344,7 @@ impl Holder {
 
     /// Reads this holder's hold count (and the token counter) with a few retries
     /// while the connection re-establishes itself.
-    async fn read_own_field(&self, conn: &mut ConnectionManager) -> Result<(i64, Option<u64>)> {
+    async fn read_own_field(&self, conn: &mut Conn) -> Result<(i64, Option<u64>)> {
         let mut pipe = redis::pipe();
         pipe.hget(&self.keys.name, &self.owner);
         if self.fenced {
@@ -372,7 +413,7 @@ impl Holder {
     /// Releases one level (or all), idempotently: retries after a lost reply reuse
     /// the request id, so the unlock latch answers them with the first answer.
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
-        self.detached(move |h| async move { h.release_once(all).await }).await
+        self.detached(move |h, _guard| async move { h.release_once(all).await }).await
     }
 
     pub async fn release_all(self: &Arc<Self>) -> Result<Released> {
@@ -454,7 +495,8 @@ impl Holder {
     async fn run_release(&self, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<ReleaseReply> {
         let conn = self.client.conn()?;
         let request_id = self.client.new_request_id();
-        release_script(&self.client, conn, &self.keys, &self.owner, &request_id, lease_ms, all, handoff).await
+        let levels = if all { Levels::All } else { Levels::Some(1) };
+        release_script(&self.client, conn, &self.keys, &self.owner, &request_id, lease_ms, levels, handoff).await
     }
 
     /// The hold is over (released): stop its deadline timer and renewals.
@@ -509,11 +551,57 @@ impl Holder {
     }
 
     /// A renewal of `generation` succeeded: the lease now runs from `sent_at`.
-    pub fn renewed(&self, generation: u64, sent_at: Instant) {
+    /// If the hold ended meanwhile (its deadline passed while the renewal was in
+    /// flight), the renewal revived a field nobody will release: release it.
+    pub fn renewed(self: &Arc<Self>, generation: u64, sent_at: Instant) {
         let mut st = self.state.lock().unwrap();
         if st.generation == generation && st.count > 0 {
             st.deadline = self.deadline_after(sent_at, self.client.config.watchdog_ms());
+        } else if st.generation == generation && st.lost_error.is_some() {
+            drop(st);
+            tracing::debug!(lock = %self.keys.display, "a renewal landed after its hold was reported lost; releasing it");
+            let this = self.clone();
+            self.client.runtime.spawn(async move {
+                let _ = this.detached(move |h, _guard| async move { h.release_revived(generation).await }).await;
+            });
         }
+    }
+
+    /// Deletes this holder's field, revived by a late renewal of a lost hold, unless
+    /// the holder acquired again since.
+    async fn release_revived(self: &Arc<Self>, generation: u64) -> Result<()> {
+        if self.state.lock().unwrap().generation != generation {
+            return Ok(());
+        }
+        let conn = self.client.conn()?;
+        let request_id = self.client.new_request_id();
+        release_script(&self.client, conn, &self.keys, &self.owner, &request_id, 0, Levels::All, None).await?;
+        Ok(())
+    }
+
+    /// The generation of the hold, if the watchdog should renew it now (held, on
+    /// the watchdog, confirmed, and unless `overlap`, no renewal of it in flight);
+    /// marks it as renewing.
+    pub fn begin_renewal(&self, overlap: bool) -> Option<u64> {
+        let mut st = self.state.lock().unwrap();
+        let due = st.count > 0 && st.watchdog && !st.unconfirmed && (overlap || st.renewing != Some(st.generation));
+        due.then(|| {
+            st.renewing = Some(st.generation);
+            st.generation
+        })
+    }
+
+    pub fn end_renewal(&self, generation: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.renewing == Some(generation) {
+            st.renewing = None;
+        }
+    }
+
+    /// The local deadline of the hold of `generation`, while it is held.
+    pub fn deadline_of(&self, generation: u64) -> Option<Instant> {
+        let st = self.state.lock().unwrap();
+        (st.generation == generation && st.count > 0).then_some(st.deadline)
     }
 
     /// The local deadline of a lease of `lease_ms` sent at `sent_at`: Redis's expiry
@@ -522,12 +610,6 @@ impl Holder {
     fn deadline_after(&self, sent_at: Instant, lease_ms: u64) -> Instant {
         let lease = Duration::from_millis(lease_ms);
         sent_at + lease.saturating_sub(self.client.config.safety_margin(lease))
-    }
-
-    /// The generation of the hold, if the watchdog should renew it.
-    pub fn renewable(&self) -> Option<u64> {
-        let st = self.state.lock().unwrap();
-        (st.count > 0 && st.watchdog && !st.unconfirmed).then_some(st.generation)
     }
 }
 
@@ -568,22 +650,32 @@ impl ReleaseReply {
     }
 }
 
+/// How many levels a release script call gives up.
+#[derive(Debug, Clone, Copy)]
+enum Levels {
+    All,
+    Some(u32),
+}
+
 /// Runs the release script, retrying after a lost reply with the same request id
 /// until the retry window closes; then queues the latch for deletion.
 #[allow(clippy::too_many_arguments)]
 async fn release_script(
     client: &ClientInner,
-    mut conn: ConnectionManager,
+    mut conn: Conn,
     keys: &LockKeys,
     owner: &str,
     request_id: &str,
     lease_ms: u64,
-    all: bool,
+    levels: Levels,
     handoff: Option<&Handoff>,
 ) -> Result<ReleaseReply> {
     let latch = keys.latch(request_id);
     let window = client.config.retry_window;
-    let levels = if all { "all" } else { "1" };
+    let levels = match levels {
+        Levels::All => "all".to_string(),
+        Levels::Some(n) => n.to_string(),
+    };
     let mut call = scripts::RELEASE.key(&keys.name);
     call.key(&keys.channel).key(&latch);
     call.arg(owner).arg(lease_ms).arg(scripts::PUBLISH).arg(window.as_millis() as u64).arg(levels);
@@ -632,6 +724,13 @@ async fn watch_deadline(holder: Weak<Holder>, generation: u64) {
         }
         tokio::time::sleep_until(deadline.into()).await;
     }
+}
+
+/// Held through one call that changes a hold: the holder's operation lock, and the
+/// client's count of calls in flight (shutdown waits for them).
+struct OpGuard {
+    _op: tokio::sync::OwnedMutexGuard<()>,
+    _call: crate::client::CallGuard,
 }
 
 /// A future that, if dropped before it completes, finishes in a spawned task: the

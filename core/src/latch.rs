@@ -1,7 +1,7 @@
 //! Deletes answered unlock latches in the background, in batches, so releases stay
 //! one round-trip and latches never pile up (they also expire by themselves).
 
-use redis::aio::ConnectionManager;
+use crate::transport::Conn;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -21,7 +21,7 @@ const BATCH: usize = 256;
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl LatchSweeper {
-    pub fn start(runtime: &Handle, mut conn: ConnectionManager) -> (LatchSweeper, JoinHandle<()>) {
+    pub fn start(runtime: &Handle, mut conn: Conn) -> (LatchSweeper, JoinHandle<()>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let task = runtime.spawn(async move {
             let mut keys = Vec::with_capacity(BATCH);

@@ -26,6 +26,7 @@ mod pubsub;
 pub mod runtime;
 mod scripts;
 mod status;
+mod transport;
 pub mod validate;
 mod watchdog;
 

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
+use crate::transport::Conn;
 
 use crate::client::Alive;
 use crate::error::{Error, Result};
@@ -276,6 +276,9 @@ impl Lock {
 
     /// This holder's hold count, as the server sees it.
     pub async fn hold_count(&self) -> Result<u32> {
+        // After the holder's calls in flight (an acquire being settled, say), so it
+        // never reports a hold the caller was not given.
+        let _settled = self.holder.op.lock().await;
         let cmd = redis::Cmd::hget(&self.holder.keys.name, &self.holder.owner);
         let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
         Ok(count.unwrap_or(0))
@@ -381,17 +384,17 @@ impl Lock {
 
 /// A command or pipeline that can be sent as is.
 trait Queryable {
-    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T>;
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T>;
 }
 
 impl Queryable for redis::Cmd {
-    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T> {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
         self.query_async(conn).await
     }
 }
 
 impl Queryable for redis::Pipeline {
-    async fn run<T: redis::FromRedisValue>(&self, conn: &mut ConnectionManager) -> redis::RedisResult<T> {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
         self.query_async(conn).await
     }
 }

@@ -2,6 +2,12 @@
 //! without an explicit lease, at most 100 per script call, all calls in flight at once.
 //! A renewal that finds the owner field gone marks the hold lost; a hold that cannot
 //! be renewed is marked lost by its own deadline timer (see holder.rs).
+//!
+//! A renewal call stays in flight until the latest deadline of its holds, not the
+//! response timeout, and is sent again (on a fresh connection, see transport.rs)
+//! after a connection failure: on a slow link a hold is kept as long as a renewal
+//! can get through in time. Rounds do not wait for each other: a hold whose renewal
+//! is still under way is left out of the next round.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -46,19 +52,24 @@ pub(crate) async fn run(client: Weak<ClientInner>, mut shutdown: watch::Receiver
         if c.is_shut_down() {
             return;
         }
-        let report = renew_all(&c).await;
-        if report.failed > 0 {
-            tracing::warn!(failed = report.failed, "watchdog could not renew some locks; retrying next round");
-        }
+        let runtime = c.runtime.clone();
+        runtime.spawn(async move {
+            let report = renew_all(&c, false).await;
+            if report.failed > 0 {
+                tracing::warn!(failed = report.failed, "watchdog could not renew some locks before their deadline");
+            }
+        });
     }
 }
 
-pub(crate) async fn renew_all(client: &ClientInner) -> RenewalReport {
+/// One round over every hold due. The watchdog's rounds leave out holds whose
+/// renewal is still in flight; an explicit round (`overlap`) renews them again.
+pub(crate) async fn renew_all(client: &ClientInner, overlap: bool) -> RenewalReport {
     let started = Instant::now();
     let holds: Vec<(Arc<Holder>, u64)> = client
         .held_holders()
         .into_iter()
-        .filter_map(|h| h.renewable().map(|generation| (h, generation)))
+        .filter_map(|h| h.begin_renewal(overlap).map(|generation| (h, generation)))
         .collect();
     let calls = holds.chunks(BATCH).map(|batch| renew_batch(client, batch));
     let mut report = RenewalReport::default();
@@ -73,37 +84,62 @@ pub(crate) async fn renew_all(client: &ClientInner) -> RenewalReport {
 }
 
 async fn renew_batch(client: &ClientInner, batch: &[(Arc<Holder>, u64)]) -> RenewalReport {
-    let mut report = RenewalReport { script_calls: 1, ..RenewalReport::default() };
-    let Ok(mut conn) = client.conn() else { return report };
+    let report = renew_until_deadline(client, batch).await;
+    for (holder, generation) in batch {
+        holder.end_renewal(*generation);
+    }
+    report
+}
+
+async fn renew_until_deadline(client: &ClientInner, batch: &[(Arc<Holder>, u64)]) -> RenewalReport {
+    let mut report = RenewalReport::default();
     let mut call = scripts::RENEW.prepare_invoke();
     call.arg(client.config.watchdog_ms());
     for (holder, _) in batch {
         call.key(&holder.keys.name).arg(&holder.owner);
     }
-    let sent_at = Instant::now();
-    // Never wait past the next round: a stuck call must not delay loss detection.
-    let result = tokio::time::timeout(client.config.renew_interval(), call.invoke_async::<Vec<i64>>(&mut conn)).await;
-    match result {
-        Ok(Ok(flags)) if flags.len() == batch.len() => {
-            for ((holder, generation), flag) in batch.iter().zip(flags) {
-                if flag == 1 {
-                    holder.renewed(*generation, sent_at);
-                    report.renewed += 1;
-                } else {
-                    holder.renewal_found_gone(*generation);
-                    report.lost += 1;
+    let mut delay = Duration::from_millis(10);
+    loop {
+        // Worth sending while any of the holds can still be saved.
+        let until = batch.iter().filter_map(|(h, generation)| h.deadline_of(*generation)).max();
+        let now = Instant::now();
+        let Some(until) = until.filter(|u| *u > now) else {
+            report.failed = batch.len();
+            return report;
+        };
+        let Ok(conn) = client.conn() else { return report };
+        let mut conn = conn.with_timeout(until - now);
+        let sent_at = Instant::now();
+        report.script_calls += 1;
+        match call.invoke_async::<Vec<i64>>(&mut conn).await {
+            Ok(flags) if flags.len() == batch.len() => {
+                for ((holder, generation), flag) in batch.iter().zip(flags) {
+                    if flag == 1 {
+                        holder.renewed(*generation, sent_at);
+                        report.renewed += 1;
+                    } else {
+                        holder.renewal_found_gone(*generation);
+                        report.lost += 1;
+                    }
                 }
+                return report;
+            }
+            Ok(flags) => {
+                tracing::error!(expected = batch.len(), got = flags.len(), "unexpected renewal reply");
+                report.failed = batch.len();
+                return report;
+            }
+            Err(e) if crate::error::Error::is_ambiguous(&e) => {
+                tracing::debug!(error = %e, "renewal call failed; sending it again");
+                tokio::time::sleep(delay.min(until.saturating_duration_since(Instant::now()))).await;
+                delay = (delay * 2).min(Duration::from_millis(200));
+            }
+            Err(e) => {
+                let e = crate::error::Error::from_redis(&e, "renewing held locks");
+                tracing::warn!(error = %e, "renewal refused");
+                report.failed = batch.len();
+                return report;
             }
         }
-        Ok(Ok(flags)) => {
-            tracing::error!(expected = batch.len(), got = flags.len(), "unexpected renewal reply");
-            report.failed = batch.len();
-        }
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "renewal call failed");
-            report.failed = batch.len();
-        }
-        Err(_) => report.failed = batch.len(),
     }
-    report
 }

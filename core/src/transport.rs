@@ -1,0 +1,177 @@
+//! The command connection: one multiplexed connection to the server, replaced by a
+//! fresh one whenever it breaks or a request on it times out.
+//!
+//! redis-rs's `ConnectionManager` reconnects only after an I/O error, keeps a
+//! stalled connection after a timeout (every later command queues behind the stalled
+//! reply) and has no hook to run commands on a new connection. This one does what a
+//! lock needs: a timed-out request retires its connection, so read-backs after a
+//! lost reply never wait behind it; every new connection loads the scripts first,
+//! so an EVALSHA is one round-trip even after a restart or a SCRIPT FLUSH-free
+//! reconnect; and each handle carries its own request timeout, so a renewal can
+//! stay in flight until its hold's deadline while other calls keep the client's
+//! response timeout.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
+
+use crate::scripts;
+
+type Connecting = Shared<BoxFuture<'static, RedisResult<MultiplexedConnection>>>;
+
+enum Slot {
+    Idle,
+    Connecting(Connecting, u64),
+    Ready(MultiplexedConnection, u64),
+}
+
+struct Inner {
+    client: redis::Client,
+    connect_timeout: Duration,
+    db: i64,
+    /// The current connection (or the attempt to make one) and its epoch: a failure
+    /// retires only the connection it happened on.
+    slot: Mutex<Slot>,
+    epochs: std::sync::atomic::AtomicU64,
+}
+
+/// A handle on the client's command connection with its own request timeout.
+/// Cheap to clone; every clone shares the one connection.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    inner: Arc<Inner>,
+    timeout: Duration,
+}
+
+impl Conn {
+    pub fn new(client: redis::Client, connect_timeout: Duration, response_timeout: Duration) -> Conn {
+        let db = client.get_connection_info().redis_settings().db();
+        let inner = Inner {
+            client,
+            connect_timeout,
+            db,
+            slot: Mutex::new(Slot::Idle),
+            epochs: std::sync::atomic::AtomicU64::new(0),
+        };
+        Conn { inner: Arc::new(inner), timeout: response_timeout }
+    }
+
+    /// The same connection with another request timeout (a renewal may wait until
+    /// its hold's deadline).
+    pub fn with_timeout(&self, timeout: Duration) -> Conn {
+        Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)) }
+    }
+
+    /// The current connection, connecting (once, shared by concurrent callers) if
+    /// there is none.
+    async fn current(&self) -> RedisResult<(MultiplexedConnection, u64)> {
+        let (attempt, epoch) = {
+            let mut slot = self.inner.slot.lock().unwrap();
+            match &*slot {
+                Slot::Ready(conn, epoch) => return Ok((conn.clone(), *epoch)),
+                Slot::Connecting(attempt, epoch) => (attempt.clone(), *epoch),
+                Slot::Idle => {
+                    let epoch = self.inner.epochs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    let attempt = connect(self.inner.client.clone(), self.inner.connect_timeout).boxed().shared();
+                    *slot = Slot::Connecting(attempt.clone(), epoch);
+                    (attempt, epoch)
+                }
+            }
+        };
+        let result = attempt.await;
+        let mut slot = self.inner.slot.lock().unwrap();
+        let current = matches!(&*slot, Slot::Connecting(_, e) if *e == epoch);
+        match result {
+            Ok(conn) => {
+                if current {
+                    *slot = Slot::Ready(conn.clone(), epoch);
+                }
+                Ok((conn, epoch))
+            }
+            Err(e) => {
+                if current {
+                    *slot = Slot::Idle;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Retires the connection of `epoch` (broken or stalled): the next request
+    /// makes a fresh one. Requests still in flight on it finish or time out there.
+    fn retire(&self, epoch: u64) {
+        let mut slot = self.inner.slot.lock().unwrap();
+        if matches!(&*slot, Slot::Ready(_, e) if *e == epoch) {
+            tracing::debug!("retiring the command connection after a failure; the next request reconnects");
+            *slot = Slot::Idle;
+        }
+    }
+
+    /// A request's outcome; a failure that leaves the connection unusable retires it.
+    fn settle<T>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
+        match reply {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                    self.retire(epoch);
+                }
+                Err(e)
+            }
+            Err(_) => {
+                // The reply may still come, but everything sent after it would queue
+                // behind it: later requests go to a fresh connection.
+                self.retire(epoch);
+                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply within the response timeout").into())
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let (mut conn, epoch) = self.current().await?;
+            let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
+            self.settle(reply, epoch)
+        })
+    }
+
+    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let (mut conn, epoch) = self.current().await?;
+            let reply = tokio::time::timeout(self.timeout, conn.req_packed_commands(pipeline, offset, count)).await;
+            self.settle(reply, epoch)
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.db
+    }
+}
+
+/// Connects and loads every script, so that EVALSHA does not meet NOSCRIPT on
+/// this connection (a user without SCRIPT LOAD still works: EVALSHA loads on NOSCRIPT).
+async fn connect(client: redis::Client, timeout: Duration) -> RedisResult<MultiplexedConnection> {
+    let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
+    let attempt = async {
+        let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+        let mut load = redis::pipe();
+        for source in scripts::SOURCES {
+            load.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
+        }
+        if let Err(e) = load.query_async::<()>(&mut conn).await {
+            if e.is_io_error() || e.is_connection_dropped() {
+                return Err(e);
+            }
+            tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
+        }
+        Ok(conn)
+    };
+    match tokio::time::timeout(timeout * 2, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out connecting").into()),
+    }
+}
