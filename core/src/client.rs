@@ -258,7 +258,7 @@ impl Client {
     /// watchdog_timeout / 3). Reports how many script calls it made and how long it took.
     pub async fn renew_held_locks(&self) -> Result<RenewalReport> {
         self.inner.conn()?;
-        Ok(watchdog::renew_all(&self.inner, true).await)
+        Ok(watchdog::renew_all(&self.inner, None).await)
     }
 
     /// Number of lock channels this client's pub/sub connection is subscribed to.

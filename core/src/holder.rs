@@ -30,6 +30,8 @@ pub struct LostEvent {
     pub owner: String,
     /// Why: a `LockLost` error whose message says what happened.
     pub error: Error,
+    /// When the holder learned of the loss (monotonic clock).
+    pub at: Instant,
 }
 
 /// A snapshot of one acquisition: its fencing token and a signal that fires if
@@ -149,6 +151,9 @@ pub(crate) struct HoldState {
     unconfirmed: bool,
     /// The generation whose renewal call is in flight: later rounds leave it out.
     renewing: Option<u64>,
+    /// When the watchdog should renew next: a third of the lease after the send time
+    /// of the last confirmed renewal or acquisition.
+    renew_due: Instant,
     deadline_task: Option<AbortHandle>,
 }
 
@@ -191,6 +196,7 @@ impl Holder {
                 streak: 0,
                 unconfirmed: false,
                 renewing: None,
+                renew_due: Instant::now(),
                 deadline_task: None,
             }),
             on_lost: Mutex::new(None),
@@ -223,8 +229,17 @@ impl Holder {
         T: Send + 'static,
     {
         let call = self.client.begin_call();
-        let op_guard = OpGuard { _op: self.op.clone().lock_owned().await, _call: call };
-        FinishInBackground::new(op(self.clone(), op_guard), self.client.runtime.clone()).await
+        let op_guard = OpGuard(Arc::new((self.op.clone().lock_owned().await, call)));
+        // Held here until the call completes, whatever `op` does with its own clone
+        // (an acquire whose outcome is unknown passes it to its resolver).
+        let held = op_guard.clone();
+        let call = op(self.clone(), op_guard);
+        let call = async move {
+            let result = call.await;
+            drop(held);
+            result
+        };
+        FinishInBackground::new(call, self.client.runtime.clone()).await
     }
 
     /// One acquire attempt.
@@ -390,6 +405,7 @@ impl Holder {
         st.lease_ms = lease;
         // A re-entry PEXPIREs to its own lease, so the deadline follows the latest call.
         st.deadline = self.deadline_after(sent_at, lease);
+        st.renew_due = sent_at + self.client.config.renew_interval();
         if fresh {
             st.generation += 1;
             st.watchdog = lease_ms.is_none();
@@ -522,6 +538,7 @@ impl Holder {
 
     /// Marks the hold of `generation` lost and notifies the holder, once.
     pub fn mark_lost(&self, generation: u64, reason: &str) {
+        let at = Instant::now();
         let error = self.lost_error(reason);
         {
             let mut st = self.state.lock().unwrap();
@@ -536,7 +553,7 @@ impl Holder {
         tracing::warn!(lock = %self.keys.display, owner = %self.owner, "{}", error.message());
         let callback = self.on_lost.lock().unwrap().clone();
         if let Some(callback) = callback {
-            let event = LostEvent { name: self.keys.display.clone(), owner: self.owner.clone(), error };
+            let event = LostEvent { name: self.keys.display.clone(), owner: self.owner.clone(), error, at };
             // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
             self.client.runtime.spawn_blocking(move || callback(&event));
         }
@@ -557,6 +574,7 @@ impl Holder {
         let mut st = self.state.lock().unwrap();
         if st.generation == generation && st.count > 0 {
             st.deadline = self.deadline_after(sent_at, self.client.config.watchdog_ms());
+            st.renew_due = sent_at + self.client.config.renew_interval();
         } else if st.generation == generation && st.lost_error.is_some() {
             drop(st);
             tracing::debug!(lock = %self.keys.display, "a renewal landed after its hold was reported lost; releasing it");
@@ -579,12 +597,16 @@ impl Holder {
         Ok(())
     }
 
-    /// The generation of the hold, if the watchdog should renew it now (held, on
-    /// the watchdog, confirmed, and unless `overlap`, no renewal of it in flight);
-    /// marks it as renewing.
-    pub fn begin_renewal(&self, overlap: bool) -> Option<u64> {
+    /// The generation of the hold, if the watchdog should renew it now: held, on the
+    /// watchdog, confirmed, and (for a round with a `horizon`) due before it with no
+    /// renewal of it in flight. Marks it as renewing.
+    pub fn begin_renewal(&self, horizon: Option<Instant>) -> Option<u64> {
         let mut st = self.state.lock().unwrap();
-        let due = st.count > 0 && st.watchdog && !st.unconfirmed && (overlap || st.renewing != Some(st.generation));
+        let wanted = match horizon {
+            Some(h) => st.renew_due <= h && st.renewing != Some(st.generation),
+            None => true,
+        };
+        let due = st.count > 0 && st.watchdog && !st.unconfirmed && wanted;
         due.then(|| {
             st.renewing = Some(st.generation);
             st.generation
@@ -727,11 +749,10 @@ async fn watch_deadline(holder: Weak<Holder>, generation: u64) {
 }
 
 /// Held through one call that changes a hold: the holder's operation lock, and the
-/// client's count of calls in flight (shutdown waits for them).
-struct OpGuard {
-    _op: tokio::sync::OwnedMutexGuard<()>,
-    _call: crate::client::CallGuard,
-}
+/// client's count of calls in flight (shutdown waits for them). Both are let go
+/// when the last clone drops.
+#[derive(Clone)]
+struct OpGuard(#[allow(dead_code)] Arc<(tokio::sync::OwnedMutexGuard<()>, crate::client::CallGuard)>);
 
 /// A future that, if dropped before it completes, finishes in a spawned task: the
 /// operation's effects (and the undo of an acquisition nobody takes) still happen.

@@ -36,12 +36,17 @@ pub struct RenewalReport {
     pub duration: Duration,
 }
 
+/// Each hold is renewed a third of the lease after its last confirmed renewal (or
+/// its acquisition), like Redisson's per-lock timers; the watchdog looks every
+/// twelfth of the lease and renews together every hold due before its next look,
+/// so a renewal that took long is followed by the next one without waiting a
+/// whole interval.
 pub(crate) async fn run(client: Weak<ClientInner>, mut shutdown: watch::Receiver<bool>) {
-    let interval = match client.upgrade() {
-        Some(c) => c.config.renew_interval(),
+    let look = match client.upgrade() {
+        Some(c) => (c.config.renew_interval() / 4).max(Duration::from_millis(1)),
         None => return,
     };
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + look, look);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -53,8 +58,9 @@ pub(crate) async fn run(client: Weak<ClientInner>, mut shutdown: watch::Receiver
             return;
         }
         let runtime = c.runtime.clone();
+        let horizon = Instant::now() + look;
         runtime.spawn(async move {
-            let report = renew_all(&c, false).await;
+            let report = renew_all(&c, Some(horizon)).await;
             if report.failed > 0 {
                 tracing::warn!(failed = report.failed, "watchdog could not renew some locks before their deadline");
             }
@@ -62,14 +68,14 @@ pub(crate) async fn run(client: Weak<ClientInner>, mut shutdown: watch::Receiver
     }
 }
 
-/// One round over every hold due. The watchdog's rounds leave out holds whose
-/// renewal is still in flight; an explicit round (`overlap`) renews them again.
-pub(crate) async fn renew_all(client: &ClientInner, overlap: bool) -> RenewalReport {
+/// One round over every hold due before `horizon`, leaving out holds whose renewal
+/// is still in flight; with no horizon (an explicit round), over every hold.
+pub(crate) async fn renew_all(client: &ClientInner, horizon: Option<Instant>) -> RenewalReport {
     let started = Instant::now();
     let holds: Vec<(Arc<Holder>, u64)> = client
         .held_holders()
         .into_iter()
-        .filter_map(|h| h.begin_renewal(overlap).map(|generation| (h, generation)))
+        .filter_map(|h| h.begin_renewal(horizon).map(|generation| (h, generation)))
         .collect();
     let calls = holds.chunks(BATCH).map(|batch| renew_batch(client, batch));
     let mut report = RenewalReport::default();
@@ -111,7 +117,12 @@ async fn renew_until_deadline(client: &ClientInner, batch: &[(Arc<Holder>, u64)]
         let mut conn = conn.with_timeout(until - now);
         let sent_at = Instant::now();
         report.script_calls += 1;
-        match call.invoke_async::<Vec<i64>>(&mut conn).await {
+        // A NOSCRIPT (SCRIPT FLUSH) makes it three requests: bound them together too.
+        let reply = match tokio::time::timeout(until - now, call.invoke_async::<Vec<i64>>(&mut conn)).await {
+            Ok(reply) => reply,
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "renewal past the deadline").into()),
+        };
+        match reply {
             Ok(flags) if flags.len() == batch.len() => {
                 for ((holder, generation), flag) in batch.iter().zip(flags) {
                     if flag == 1 {

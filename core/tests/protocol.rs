@@ -381,17 +381,45 @@ async fn tls_and_auth_on_every_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dropping_the_last_handle_while_holding_releases_even_right_before_shutdown() {
+async fn dropping_every_handle_while_holding_keeps_the_hold_until_shutdown() {
     let server = RedisServer::start();
     let mut raw = server.raw().await;
-    let client = client(&server.url(), 3000).await;
-    {
+    let client = client(&server.url(), 1500).await;
+    let owner = {
         let lock = client.lock("dropped").unwrap();
         let _hold = lock.acquire().await.unwrap().into_hold();
         lock.try_acquire().await.unwrap().unwrap().into_hold();
-    } // the only handle goes away while holding two levels
-    client.shutdown().await.unwrap(); // waits for that release
+        lock.owner().to_string()
+    }; // the only handle goes away while holding two levels
+    // Still held, and still renewed by the client.
+    let other = client.lock("dropped").unwrap();
+    let report = client.renew_held_locks().await.unwrap();
+    assert_eq!(report.renewed, 1, "the client still renews the hold");
+    assert_eq!(raw.hget::<_, _, Option<u32>>("dropped", &owner).await.unwrap(), Some(2));
+    assert!(other.try_acquire().await.unwrap().is_none());
+    assert_eq!(client.held_count(), 1);
+    // The same holder can be reached again by its owner field and released.
+    let again = client.lock_with("dropped", LockOptions { owner: Some(owner.clone()), ..LockOptions::default() }).unwrap();
+    assert_eq!(again.local_hold_count(), 2, "the same holder, kept by the client");
+    drop(again);
+    client.shutdown().await.unwrap(); // releases it
     assert_eq!(keys(&mut raw).await, Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_client_and_lock_handle_shuts_the_client_down() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    {
+        let client = client(&server.url(), 1500).await;
+        let lock = client.lock("abandoned").unwrap();
+        lock.acquire().await.unwrap().into_hold();
+    } // no handle left: the client shuts down by itself and releases
+    eventually(Duration::from_secs(5), "released by the implicit shutdown", || {
+        let mut raw = raw.clone();
+        async move { keys(&mut raw).await.is_empty() }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
