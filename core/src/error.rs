@@ -91,7 +91,7 @@ impl Error {
         let code = err.code().unwrap_or("");
         let kind = match err.kind() {
             _ if code == "WRONGTYPE" => ErrorKind::WrongType,
-            _ if code == "NOPERM" || err.to_string().contains("NOPERM") => ErrorKind::PermissionDenied,
+            _ if code == "NOPERM" || is_script_acl_refusal(&err.to_string()) => ErrorKind::PermissionDenied,
             _ if matches!(code, "NOAUTH" | "WRONGPASS") => ErrorKind::Connection,
             RK::AuthenticationFailed => ErrorKind::Connection,
             RK::Io => ErrorKind::Connection,
@@ -126,25 +126,35 @@ impl Error {
     }
 }
 
-/// The ACL rule that would allow what a `NOPERM` error refused (Redis names a
-/// command, a key or a channel in its message).
+/// Redis before 7.2 reports an ACL refusal inside a script as a plain error.
+fn is_script_acl_refusal(text: &str) -> bool {
+    text.contains("NOPERM") || text.contains("The user executing the script can't")
+}
+
+/// The ACL rule that would allow what an ACL refusal refused. Redis names the
+/// command (7.2+) or only the script and its line (7.0): then the line of our
+/// own script tells the command.
 fn permission_hint(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
-    if let Some(rest) = lower.split("to run the '").nth(1) {
-        let command = rest.split('\'').next().unwrap_or("");
-        return format!("the ACL user needs +{command} (ACL SETUSER <user> +{command})");
-    }
+    let command = lower
+        .split("to run the '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .map(str::to_string)
+        .or_else(|| crate::scripts::command_at(text));
     if lower.contains("channel") {
         return "the ACL user needs access to the lock channels: &redisson_lock__channel:* (or resetchannels &*)"
             .to_string();
     }
     if lower.contains("key") {
         return "the ACL user needs key access to the lock name and its helper keys: ~<lock name> \
-                ~redisson_*:{<lock name>}* (scripts' keys need key access too)"
+                ~redisson_*{<lock name>* (scripts' keys need key access too)"
             .to_string();
     }
-    "grant the ACL user the command, key and channel permissions listed in the README (least-privilege ACL user)"
-        .to_string()
+    if let Some(command) = command {
+        return format!("the ACL user needs +{command} (ACL SETUSER <user> +{command})");
+    }
+    "grant the ACL user the commands, keys and channels of the README's least-privilege ACL user".to_string()
 }
 
 impl fmt::Display for Error {

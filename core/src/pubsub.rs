@@ -31,6 +31,8 @@ struct Shared {
     /// Waiters registered on any channel: every acquire and every release asks
     /// whether a channel has waiters, and mostly none has; this answers without the lock.
     waiting: AtomicUsize,
+    /// Set once the server refused a subscription (ACL): warned about once per client.
+    refused_warned: AtomicBool,
 }
 
 #[derive(Default)]
@@ -125,7 +127,7 @@ impl Drop for Waiter {
 impl PubSubHub {
     pub fn new(redis: redis::Client, config: Config, runtime: Handle, shutdown: watch::Receiver<bool>) -> Self {
         let state = Mutex::new(State::default());
-        PubSubHub { shared: Arc::new(Shared { state, redis, config, runtime, shutdown, waiting: AtomicUsize::new(0) }) }
+        PubSubHub { shared: Arc::new(Shared { state, redis, config, runtime, shutdown, waiting: AtomicUsize::new(0), refused_warned: AtomicBool::new(false) }) }
     }
 
     /// True if this client already has waiters on `channel`.
@@ -257,13 +259,20 @@ async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>
                 continue;
             }
         };
-        backoff = Duration::from_millis(20);
         let wanted: Vec<Vec<u8>> = {
             let state = shared.state.lock().unwrap();
             state.channels.iter().filter(|(_, c)| !c.waiters.is_empty()).map(|(k, _)| k.clone()).collect()
         };
-        if !wanted.is_empty() && sink.subscribe(&wanted).await.is_err() {
-            continue;
+        if !wanted.is_empty() {
+            if let Err(e) = sink.subscribe(&wanted).await {
+                refused(&shared, &e);
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
         }
         {
             let state = shared.state.lock().unwrap();
@@ -278,6 +287,7 @@ async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>
             }
         }
         reconnect = true;
+        backoff = Duration::from_millis(20);
         loop {
             tokio::select! {
                 msg = stream.next() => match msg {
@@ -285,7 +295,8 @@ async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>
                     None => break,
                 },
                 Some(name) = reconcile.recv() => {
-                    if apply(&shared, &mut sink, name).await.is_err() {
+                    if let Err(e) = apply(&shared, &mut sink, name).await {
+                        refused(&shared, &e);
                         break;
                     }
                 }
@@ -297,6 +308,23 @@ async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>
         state.channels.values().for_each(|c| {
             c.subscribed.send_replace(false);
         });
+    }
+}
+
+/// A subscription the server refused (an ACL without +subscribe or channel access):
+/// waiters still wake at the lock's expiry, but no longer at its release. Said once.
+fn refused(shared: &Shared, e: &redis::RedisError) {
+    let error = crate::error::Error::from_redis(e, "subscribing to lock channels");
+    if error.kind() != crate::ErrorKind::PermissionDenied {
+        tracing::debug!(error = %e, "subscribing failed; reconnecting");
+        return;
+    }
+    if !shared.refused_warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "waiting for locks is slow: {}; waiters are woken only when a lock's lease runs out, \
+             not when it is released",
+            error.message()
+        );
     }
 }
 

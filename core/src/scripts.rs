@@ -26,3 +26,16 @@ pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
 /// The publish command for lock channels. Standalone and Sentinel use PUBLISH;
 /// a cluster deployment would use SPUBLISH (sharded pub/sub).
 pub(crate) const PUBLISH: &str = "publish";
+
+/// The Redis command called on a line of one of our scripts, from an error that
+/// names the script by SHA and the line (`script: <sha>, on @user_script:<line>.`).
+pub(crate) fn command_at(error: &str) -> Option<String> {
+    let sha = error.split("script: ").nth(1)?.get(..40)?;
+    let line: usize = error.split("@user_script:").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let scripts: [&Script; 4] = [&ACQUIRE, &RELEASE, &RENEW, &FORCE_UNLOCK];
+    let source = SOURCES.iter().zip(scripts).find(|(_, s)| s.get_hash() == sha)?.0;
+    let text = source.lines().nth(line.checked_sub(1)?)?;
+    let call = text.split("call(").nth(1)?;
+    let command = call.trim_start_matches(['\'', '"']).split(['\'', '"']).next()?;
+    (!command.is_empty()).then(|| command.to_ascii_lowercase())
+}

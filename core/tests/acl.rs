@@ -1,0 +1,166 @@
+//! ACL users: the least-privilege user of the README runs every lock operation; a
+//! user refused a command gets `PermissionDenied` naming the rule that would allow
+//! it (and nothing stays locked); a user refused pub/sub still gets its locks, and
+//! the client warns once that waiting is slow.
+
+mod common;
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::*;
+use ferrolock::{AcquireOptions, ErrorKind};
+use redis::AsyncCommands;
+
+/// The README's least-privilege user, for lock names under `app:`.
+const LEAST_PRIVILEGE: &str = "on >locker-pw resetkeys resetchannels -@all \
+    +ping +evalsha +script|load +hget +hgetall +get +pttl +type +unlink +pubsub|numsub \
+    +subscribe +unsubscribe +exists +hexists +hincrby +hset +incr +pexpire +publish +set +del \
+    ~app:* ~redisson_*{app:* &redisson_lock__channel:{app:*";
+
+async fn acl_setuser(raw: &mut redis::aio::MultiplexedConnection, user: &str, rules: &str) {
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER").arg(user);
+    for rule in rules.split_whitespace() {
+        cmd.arg(rule);
+    }
+    let _: () = cmd.query_async(raw).await.unwrap();
+}
+
+fn url_as(server: &RedisServer, user: &str, password: &str) -> String {
+    format!("redis://{user}:{password}@127.0.0.1:{}", server.port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_least_privilege_user_runs_the_whole_lock_cycle() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    acl_setuser(&mut raw, "locker", LEAST_PRIVILEGE).await;
+    let url = url_as(&server, "locker", "locker-pw");
+    let a = builder(&url, 1500).connect().await.unwrap();
+    let b = builder(&url, 1500).connect().await.unwrap();
+
+    // Acquire, re-enter, renew, status, wait and wake by message, release.
+    let lock = a.lock("app:orders").unwrap();
+    let guard = lock.acquire().await.unwrap();
+    lock.acquire().await.unwrap().into_hold();
+    assert_eq!(lock.hold_count().await.unwrap(), 2);
+    assert_eq!(a.renew_held_locks().await.unwrap().renewed, 1);
+    let status = lock.status().await.unwrap();
+    assert_eq!(status.holders.len(), 1);
+    let waiter = b.lock("app:orders").unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| g.into_hold()).map(|_| waiter) });
+    eventually(Duration::from_secs(5), "the waiter subscribed", || {
+        let n = b.subscribed_channels();
+        async move { n == 1 }
+    })
+    .await;
+    lock.release().await.unwrap();
+    let started = std::time::Instant::now();
+    guard.release().await.unwrap();
+    let waiter = waiting.await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "woken by the release message: {:?}", started.elapsed());
+    waiter.release().await.unwrap();
+
+    // Fenced, force unlock, explicit lease.
+    let fenced = a.fenced_lock("app:ledger").unwrap();
+    let token = fenced.acquire().await.unwrap().into_hold().token().unwrap();
+    assert!(fenced.force_unlock().await.unwrap());
+    let next = b.fenced_lock("app:ledger").unwrap().acquire().await.unwrap();
+    assert_eq!(next.token(), Some(token + 1));
+    next.release().await.unwrap();
+    let leased = a.lock("app:lease").unwrap();
+    leased.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_secs(5))).await.unwrap().unwrap().release().await.unwrap();
+
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    // Only the fencing-token counter stays, as with Redisson (unlock latches are swept too).
+    assert_eq!(keys(&mut raw).await, vec!["redisson_lock_token:{app:ledger}".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_command_is_permission_denied_and_names_the_rule() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    acl_setuser(&mut raw, "limited", "on >pw ~* &* +@all -hincrby").await;
+    let c = client(&url_as(&server, "limited", "pw"), 1500).await;
+    let lock = c.lock("refused").unwrap();
+    let err = lock.acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.message().contains("+hincrby"), "names the rule: {err}");
+    assert!(err.message().contains("\"refused\""), "names the lock: {err}");
+    assert_eq!(lock.local_hold_count(), 0);
+    assert!(!raw.exists::<_, bool>("refused").await.unwrap(), "nothing locked");
+
+    // A key outside the user's patterns.
+    acl_setuser(&mut raw, "keyless", "on >pw ~other:* &* +@all").await;
+    let k = client(&url_as(&server, "keyless", "pw"), 1500).await;
+    let err = k.lock("refused").unwrap().acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.message().contains("key access"), "says which access: {err}");
+    c.shutdown().await.unwrap();
+    k.shutdown().await.unwrap();
+}
+
+/// Warnings logged through `tracing`, collected for the tests of this file.
+fn warnings() -> Arc<Mutex<Vec<String>>> {
+    static LOG: OnceLock<Arc<Mutex<Vec<String>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        tracing::subscriber::set_global_default(WarnCollector(log.clone())).unwrap();
+        log
+    })
+    .clone()
+}
+
+struct WarnCollector(Arc<Mutex<Vec<String>>>);
+
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for WarnCollector {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        self.0.lock().unwrap().push(message.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_subscribe_waiters_still_acquire_and_the_client_warns_once() {
+    let log = warnings();
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    acl_setuser(&mut raw, "nosub", "on >pw ~* &* +@all -subscribe").await;
+    let holder = client(&server.url(), 1500).await;
+    let c = client(&url_as(&server, "nosub", "pw"), 1500).await;
+    for round in 0..2 {
+        let name = format!("nosub-{round}");
+        let held = holder.lock(&name).unwrap();
+        let _hold = held.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_millis(800))).await.unwrap().unwrap();
+        let got = c.lock(&name).unwrap().acquire_with(AcquireOptions::wait(Duration::from_secs(10))).await.unwrap();
+        got.expect("acquired once the lease ran out").release().await.unwrap();
+    }
+    let said: Vec<String> = log.lock().unwrap().iter().filter(|m| m.contains("waiting for locks is slow")).cloned().collect();
+    assert_eq!(said.len(), 1, "warned once per client: {said:?}");
+    assert!(said[0].contains("+subscribe"), "says why: {}", said[0]);
+    holder.shutdown().await.unwrap();
+    c.shutdown().await.unwrap();
+}
