@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Java services on Redisson's `RLock` / `RFencedLock` exclude and wake ours on the
-//! same names. See DESIGN.md for the protocol and the semantics.
+//! same names. See docs/design.md for the protocol and the semantics.
 
 mod client;
 mod config;
