@@ -3,7 +3,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::client::Client;
 use crate::error::{Error, Result};
 
 /// Settings of one client. Built by [`ClientBuilder`]; read-only afterwards.
@@ -50,7 +49,7 @@ impl Config {
         lease.mul_f64(self.drift_factor) + Duration::from_millis(2)
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if !(self.drift_factor.is_finite() && (0.0..=0.5).contains(&self.drift_factor)) {
             return Err(Error::invalid(format!(
                 "drift_factor = {} is out of range; give 0 to 0.5 (default 0.01)",
@@ -72,7 +71,7 @@ fn check_range(what: &str, value: Duration, min: Duration, max: Duration) -> Res
     Ok(())
 }
 
-/// Builds a [`Client`]: `ClientBuilder::new(url).watchdog_timeout(..).connect().await`.
+/// Builds a [`crate::Client`]: `ClientBuilder::new(url).watchdog_timeout(..).connect().await`.
 ///
 /// The URL is `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
 /// (append `#insecure` to skip certificate verification in tests).
@@ -124,12 +123,5 @@ impl ClientBuilder {
     pub fn drift_factor(mut self, value: f64) -> Self {
         self.config.drift_factor = value;
         self
-    }
-
-    /// Validates the settings, connects, and checks the server answers (fails fast
-    /// on an unreachable server or a wrong password). Must run inside a tokio runtime.
-    pub async fn connect(self) -> Result<Client> {
-        self.config.validate()?;
-        Client::open(self.url, self.config).await
     }
 }

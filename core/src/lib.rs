@@ -13,27 +13,46 @@
 //!
 //! Java services on Redisson's `RLock` / `RFencedLock` exclude and wake ours on the
 //! same names. See docs/design.md for the protocol and the semantics.
+//!
+//! # Reading the code
+//!
+//! Layers, each importing only those below it:
+//!
+//! 1. leaves: [`error`](Error), `validate`, `names` (every Redisson key and channel
+//!    name), `config`, `runtime`;
+//! 2. `transport` (the command connection, the subscriber, the publish command and
+//!    the cluster slot of a key), `scripts` (the Lua, one folder per primitive),
+//!    `reply_latch` (Redisson's unlock latch);
+//! 3. engines: `waiting` (the acquire loop and the pub/sub hub with its wake
+//!    policies), `hold` (hold state, loss notices, work that outlives its caller),
+//!    `renewal` (the registry of held holds and renewal rounds), tied together for
+//!    every primitive in `ctx`;
+//! 4. primitives: `lock` (every kind with an owner: the handle, its holder, the
+//!    protocol of each kind, same-client hand-off, status);
+//! 5. `client` (the only module that knows everything) and this facade.
+//!
+//! A newcomer's path: this file -> `client.rs` -> `lock/mod.rs` -> `waiting/mod.rs`
+//! -> `hold/state.rs` -> `lock/reentrant.rs` with `scripts/lock/*.lua` ->
+//! `scripts/mod.rs` and `transport/`.
 
 mod client;
 mod config;
+mod ctx;
 mod error;
-mod handoff;
-mod holder;
-mod keys;
-mod latch;
+mod hold;
 mod lock;
-mod pubsub;
+mod names;
+mod renewal;
+mod reply_latch;
 pub mod runtime;
 mod scripts;
-mod status;
 mod transport;
 pub mod validate;
-mod watchdog;
+mod waiting;
 
 pub use client::Client;
 pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
-pub use holder::{Hold, LostCallback, LostEvent, Released};
-pub use lock::{AcquireOptions, Guard, Lock, LockOptions};
-pub use status::{HolderEntry, LockStatus};
-pub use watchdog::RenewalReport;
+pub use hold::{Hold, LostCallback, LostEvent, Released};
+pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus};
+pub use renewal::RenewalReport;

@@ -409,7 +409,7 @@ async fn dropping_every_handle_while_holding_keeps_the_hold_until_shutdown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_every_client_and_lock_handle_shuts_the_client_down() {
     let server = RedisServer::start();
-    let mut raw = server.raw().await;
+    let raw = server.raw().await;
     {
         let client = client(&server.url(), 1500).await;
         let lock = client.lock("abandoned").unwrap();

@@ -22,8 +22,10 @@ use std::time::Instant;
 
 use tokio::sync::OwnedMutexGuard;
 
+use super::holder::{Holder, Level, PendingHold};
+use super::reentrant::{self, ReleaseReply};
 use crate::error::{ErrorKind, Result};
-use crate::holder::{Holder, PendingHold, ReleaseReply};
+use crate::waiting::hub::{Claimed, Successor};
 
 /// Local hand-offs in a row on one lock before a release frees it for everyone.
 pub(crate) const STREAK: u32 = 8;
@@ -42,11 +44,14 @@ pub(crate) struct Candidate {
     /// The hold handed over, until the acquire takes it. Dropped untaken (the
     /// acquire gave up), it releases the level again.
     handed: Mutex<Option<PendingHold>>,
+    /// The successor's operation lock while claimed: no other call may change its
+    /// hold until the hand-off is settled.
+    claim_guard: Mutex<Option<OwnedMutexGuard<()>>>,
 }
 
 impl Candidate {
     pub fn new(holder: Arc<Holder>, lease_ms: Option<u64>) -> Arc<Candidate> {
-        Arc::new(Candidate { holder, lease_ms, state: AtomicU8::new(OPEN), handed: Mutex::new(None) })
+        Arc::new(Candidate { holder, lease_ms, state: AtomicU8::new(OPEN), handed: Mutex::new(None), claim_guard: Mutex::new(None) })
     }
 
     fn transition(&self, from: u8, to: u8) -> bool {
@@ -76,11 +81,8 @@ impl Candidate {
         self.handed.lock().unwrap().take()
     }
 
-    pub(crate) fn claim(&self) -> bool {
-        self.transition(OPEN, CLAIMED)
-    }
-
     pub(crate) fn unclaim(&self) {
+        self.claim_guard.lock().unwrap().take();
         self.transition(CLAIMED, OPEN);
     }
 
@@ -90,18 +92,33 @@ impl Candidate {
     }
 }
 
-/// A claimed candidate, as the pub/sub hub gives it out: the candidate, its wake-up,
-/// and the successor holder's operation lock (no other call may change its hold
-/// until the hand-off is settled).
-pub(crate) struct Claim {
-    pub candidate: Arc<Candidate>,
-    pub wake: Box<dyn Fn() + Send + Sync>,
-    pub guard: OwnedMutexGuard<()>,
+impl Successor for Candidate {
+    fn try_claim(&self, releaser: u64) -> bool {
+        if self.holder.uid == releaser || !self.transition(OPEN, CLAIMED) {
+            return false;
+        }
+        // A successor busy with a call of its own is skipped, never waited for.
+        match self.holder.op.clone().try_lock_owned() {
+            Ok(guard) => {
+                *self.claim_guard.lock().unwrap() = Some(guard);
+                true
+            }
+            Err(_) => {
+                self.transition(CLAIMED, OPEN);
+                false
+            }
+        }
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }
 
 /// A hand-off under way, from the claim until the release script's outcome.
 pub(crate) struct Handoff {
-    claim: Claim,
+    candidate: Arc<Candidate>,
+    wake: Box<dyn Fn() + Send + Sync>,
     /// The lease the successor's hold gets (its own, or the watchdog's).
     pub lease_ms: u64,
     sent_at: Instant,
@@ -114,38 +131,41 @@ pub(crate) struct Handoff {
 impl Handoff {
     /// Prepares handing the lock to `claim`'s candidate; `early` lets an unfenced
     /// successor go now. `None` (the claim is undone) if the successor holds already.
-    pub fn start(claim: Claim, early: bool, streak: u32) -> Option<Handoff> {
-        let successor = claim.candidate.holder.clone();
-        if successor.state.lock().unwrap().count != 0 {
-            claim.candidate.unclaim();
+    pub fn start(claimed: Claimed, early: bool, streak: u32) -> Option<Handoff> {
+        let Ok(candidate) = claimed.successor.as_any().downcast::<Candidate>() else {
+            return None;
+        };
+        let successor = candidate.holder.clone();
+        if successor.cell.state.lock().unwrap().count != 0 {
+            candidate.unclaim();
             return None;
         }
-        let lease = claim.candidate.lease_ms;
-        let lease_ms = lease.unwrap_or_else(|| successor.client.config.watchdog_ms());
+        let lease = candidate.lease_ms;
+        let lease_ms = lease.unwrap_or_else(|| successor.ctx.config.watchdog_ms());
         let sent_at = Instant::now();
-        let mut handoff = Handoff { claim, lease_ms, sent_at, early: None, streak };
-        if early && !successor.fenced {
+        let mut handoff = Handoff { candidate, wake: claimed.wake, lease_ms, sent_at, early: None, streak };
+        if early && !successor.is_fenced() {
             let hold = successor.apply(1, None, lease, sent_at, streak, true);
-            handoff.early = Some(successor.state.lock().unwrap().generation);
-            handoff.claim.candidate.hand(PendingHold::new(successor, hold));
-            (handoff.claim.wake)();
+            handoff.early = Some(successor.cell.state.lock().unwrap().generation);
+            handoff.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
+            (handoff.wake)();
         }
         Some(handoff)
     }
 
     pub fn successor(&self) -> &Arc<Holder> {
-        &self.claim.candidate.holder
+        &self.candidate.holder
     }
 
     /// Applies the release script's outcome to the successor.
     pub async fn settle(self, outcome: &Result<ReleaseReply>) {
-        let successor = self.claim.candidate.holder.clone();
+        let successor = self.candidate.holder.clone();
         let handed = match outcome {
             Ok(ReleaseReply::Handed(token)) => Ok(Some(*token)),
             Ok(_) => Ok(None),
             // A connection failure leaves open whether the script ran: the successor's field tells.
             Err(e) if e.kind() == ErrorKind::Connection => {
-                match successor.read_own_field_now().await {
+                match reentrant::read_own_field_now(&successor).await {
                     Ok((count, token)) if count > 0 => Ok(Some(token.unwrap_or(0))),
                     Ok(_) => Ok(None),
                     Err(e) => Err(e),
@@ -154,26 +174,26 @@ impl Handoff {
             Err(e) => Err(e.clone()),
         };
         match (self.early, handed) {
-            (Some(generation), Ok(Some(_))) => successor.confirm_handed(generation),
-            (Some(generation), Ok(None)) => successor.mark_lost(
+            (Some(generation), Ok(Some(_))) => successor.cell.confirm_handed(generation),
+            (Some(generation), Ok(None)) => successor.cell.mark_lost(
                 generation,
                 "it was handed over by a holder whose own hold was already gone on the server (expired or force-unlocked)",
             ),
             (Some(generation), Err(e)) => {
-                successor.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()))
+                successor.cell.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()))
             }
             (None, Ok(Some(token))) => {
-                let token = successor.fenced.then_some(token);
-                let hold = successor.apply(1, token, self.claim.candidate.lease_ms, self.sent_at, self.streak, false);
-                self.claim.candidate.hand(PendingHold::new(successor, hold));
-                (self.claim.wake)();
+                let token = successor.is_fenced().then_some(token);
+                let hold = successor.apply(1, token, self.candidate.lease_ms, self.sent_at, self.streak, false);
+                self.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
+                (self.wake)();
             }
             (None, _) => {
                 // Not handed: the acquire goes on by itself and tries at once.
-                self.claim.candidate.unclaim();
-                (self.claim.wake)();
+                self.candidate.unclaim();
+                (self.wake)();
             }
         }
-        drop(self.claim.guard);
+        self.candidate.claim_guard.lock().unwrap().take();
     }
 }

@@ -1,9 +1,10 @@
-//! Redisson's key and channel names for one lock (DESIGN §2). Every key of a lock
-//! lands in the cluster slot of the lock name.
+//! Redisson's key and channel names (DESIGN §2), in one place. A helper key with
+//! prefix `p` is `p:{n}`, or `p:n` when the name already contains `{`, so every key
+//! and channel of one lock lands in the cluster slot of its name.
 
 /// The names that belong to one lock, computed once per lock handle.
 #[derive(Debug, Clone)]
-pub(crate) struct LockKeys {
+pub(crate) struct LockNames {
     /// The lock name as given: also the key of the lock hash.
     pub name: Vec<u8>,
     /// The name for messages (lossy UTF-8).
@@ -12,13 +13,13 @@ pub(crate) struct LockKeys {
     pub channel: Vec<u8>,
     /// `redisson_lock_token:{n}`: fencing-token counter.
     pub token: Vec<u8>,
-    /// `redisson_unlock_latch:{n}`: prefix of per-release latches (`<prefix>:<request-id>`).
+    /// `redisson_unlock_latch:{n}`: prefix of per-release reply latches (`<prefix>:<request-id>`).
     latch_prefix: Vec<u8>,
 }
 
-impl LockKeys {
+impl LockNames {
     pub fn new(name: &[u8]) -> Self {
-        LockKeys {
+        LockNames {
             name: name.to_vec(),
             display: String::from_utf8_lossy(name).into_owned(),
             channel: prefixed("redisson_lock__channel", name),
@@ -27,7 +28,7 @@ impl LockKeys {
         }
     }
 
-    /// The unlock latch of one release request.
+    /// The reply latch of one release request.
     pub fn latch(&self, request_id: &str) -> Vec<u8> {
         let mut key = self.latch_prefix.clone();
         key.push(b':');
@@ -55,13 +56,21 @@ pub(crate) fn prefixed(prefix: &str, name: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// Every name, for a plain name and for one that carries its own hash tag.
     #[test]
     fn names_follow_redisson() {
-        let k = LockKeys::new(b"orders:42");
-        assert_eq!(k.channel, b"redisson_lock__channel:{orders:42}");
-        assert_eq!(k.token, b"redisson_lock_token:{orders:42}");
-        assert_eq!(k.latch("r1"), b"redisson_unlock_latch:{orders:42}:r1");
-        let t = LockKeys::new(b"{tag}x");
-        assert_eq!(t.channel, b"redisson_lock__channel:{tag}x");
+        let table: [(&[u8], fn(&LockNames) -> Vec<u8>, &[u8], &[u8]); 4] = [
+            (b"lock hash", |n| n.name.clone(), b"orders:42", b"{tag}x"),
+            (b"channel", |n| n.channel.clone(), b"redisson_lock__channel:{orders:42}", b"redisson_lock__channel:{tag}x"),
+            (b"token", |n| n.token.clone(), b"redisson_lock_token:{orders:42}", b"redisson_lock_token:{tag}x"),
+            (b"reply latch", |n| n.latch("r1"), b"redisson_unlock_latch:{orders:42}:r1", b"redisson_unlock_latch:{tag}x:r1"),
+        ];
+        let (plain, tagged) = (LockNames::new(b"orders:42"), LockNames::new(b"{tag}x"));
+        for (what, name_of, want_plain, want_tagged) in table {
+            let what = String::from_utf8_lossy(what);
+            assert_eq!(name_of(&plain), want_plain, "{what}");
+            assert_eq!(name_of(&tagged), want_tagged, "{what}");
+        }
+        assert_eq!(plain.display, "orders:42");
     }
 }

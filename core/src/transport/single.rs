@@ -1,4 +1,4 @@
-//! The command connection: one multiplexed connection to the server, replaced by a
+//! The single-server command connection: one multiplexed connection, replaced by a
 //! fresh one whenever it breaks or a request on it times out.
 //!
 //! redis-rs's `ConnectionManager` reconnects only after an I/O error, keeps a

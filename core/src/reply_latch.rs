@@ -1,5 +1,9 @@
-//! Deletes answered unlock latches in the background, in batches, so releases stay
-//! one round-trip and latches never pile up (they also expire by themselves).
+//! Reply latches (Redisson's "unlock latch", `redisson_unlock_latch:{n}:<request>`):
+//! a release writes its answer there so that a retry after a lost reply gets the
+//! first answer. Once a release is answered its latch is useless; this deletes them
+//! in the background, in batches, so releases stay one round-trip and latches
+//! never pile up (they also expire by themselves). Not to be confused with a
+//! count-down latch.
 
 use crate::transport::Conn;
 use tokio::runtime::Handle;
@@ -11,7 +15,7 @@ enum Job {
     Flush(oneshot::Sender<()>),
 }
 
-pub(crate) struct LatchSweeper {
+pub(crate) struct ReplyLatches {
     tx: mpsc::UnboundedSender<Job>,
 }
 
@@ -20,8 +24,8 @@ const BATCH: usize = 256;
 /// then share a command instead of adding one each.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 
-impl LatchSweeper {
-    pub fn start(runtime: &Handle, mut conn: Conn) -> (LatchSweeper, JoinHandle<()>) {
+impl ReplyLatches {
+    pub fn start(runtime: &Handle, mut conn: Conn) -> (ReplyLatches, JoinHandle<()>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let task = runtime.spawn(async move {
             let mut keys = Vec::with_capacity(BATCH);
@@ -50,7 +54,7 @@ impl LatchSweeper {
                 }
             }
         });
-        (LatchSweeper { tx }, task)
+        (ReplyLatches { tx }, task)
     }
 
     pub fn remove_later(&self, latch: Vec<u8>) {

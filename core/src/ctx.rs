@@ -1,0 +1,231 @@
+//! What every primitive gets from its client: the command connection and the rest
+//! of the transport, the pub/sub hub, the registry of held holds (renewed by the
+//! watchdog, released at shutdown), the reply latches, the settings, the runtime,
+//! and the ids. Primitives hold an `Arc<Ctx>`; nothing below the client needs the
+//! client itself.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::renewal::{self, Registry};
+use crate::reply_latch::ReplyLatches;
+use crate::transport::{Conn, Transport};
+use crate::waiting::hub::Hub;
+
+pub(crate) struct Ctx {
+    /// The client id: a random UUID v4, the first half of every owner field.
+    pub id: String,
+    /// The process that created the client: its runtime and sockets live there only.
+    pid: u32,
+    pub config: Config,
+    pub runtime: Handle,
+    pub transport: Transport,
+    /// Taken out at shutdown, which closes the connection once in-flight calls end.
+    conn: RwLock<Option<Conn>>,
+    pub hub: Hub,
+    pub held: Registry,
+    pub latches: ReplyLatches,
+    pub shutdown: watch::Sender<bool>,
+    next_holder: AtomicU64,
+    next_request: AtomicU64,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Acquire/release calls in flight; shutdown waits for them to settle.
+    inflight: AtomicUsize,
+    idle: Notify,
+}
+
+impl Ctx {
+    /// Wires a client's parts together and starts its background tasks (reply-latch
+    /// sweeper, watchdog). Must run inside the client's runtime.
+    pub fn start(transport: Transport, conn: Conn, config: Config, runtime: Handle) -> Arc<Ctx> {
+        let (shutdown, _) = watch::channel(false);
+        let (latches, sweeper) = ReplyLatches::start(&runtime, conn.clone());
+        let hub = Hub::new(transport.clone(), config.clone(), runtime.clone(), shutdown.subscribe());
+        let ctx = Arc::new(Ctx {
+            id: uuid::Uuid::new_v4().to_string(),
+            pid: std::process::id(),
+            config,
+            runtime,
+            transport,
+            conn: RwLock::new(Some(conn)),
+            hub,
+            held: Registry::default(),
+            latches,
+            shutdown,
+            next_holder: AtomicU64::new(1),
+            next_request: AtomicU64::new(1),
+            tasks: Mutex::new(vec![sweeper]),
+            inflight: AtomicUsize::new(0),
+            idle: Notify::new(),
+        });
+        let watchdog = ctx.runtime.spawn(watchdog(Arc::downgrade(&ctx)));
+        ctx.tasks.lock().unwrap().push(watchdog);
+        ctx
+    }
+
+    pub fn check_process(&self) -> Result<()> {
+        if std::process::id() != self.pid {
+            return Err(Error::invalid(
+                "this ferrolock client was created in the parent process before fork(); create a new client in this process",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The command connection, or `Cancelled` after shutdown.
+    pub fn conn(&self) -> Result<Conn> {
+        self.check_process()?;
+        self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
+    }
+
+    pub fn is_shut_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// A fresh holder id, unique within this client.
+    pub fn new_holder_id(&self) -> u64 {
+        self.next_holder.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The owner field `<client-id>:<holder-id>` this client writes for a holder id.
+    pub fn owner_field(&self, holder_id: u64) -> String {
+        format!("{}:{holder_id}", self.id)
+    }
+
+    /// A release request id, unique across clients (the client id makes it so).
+    pub fn new_request_id(&self) -> String {
+        format!("{}:{}", self.id, self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Counts a call that changes a hold until the returned guard drops.
+    pub fn begin_call(self: &Arc<Self>) -> CallGuard {
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        CallGuard(self.clone())
+    }
+
+    /// Resolves when no call that changes a hold is in flight.
+    async fn settled(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.inflight.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// One renewal round (see renewal.rs) over the holds due before `horizon`, or all.
+    pub async fn renew(&self, horizon: Option<Instant>) -> renewal::RenewalReport {
+        renewal::renew_all(&self.held, || self.conn(), &self.transport, self.config.watchdog_ms(), horizon).await
+    }
+
+    /// Stops the watchdog, releases everything held (best effort, bounded by the
+    /// response timeout), ends waits with `Cancelled` and closes the connections.
+    pub async fn close(self: &Arc<Self>) {
+        if self.shutdown.send_replace(true) {
+            return;
+        }
+        // No attempt starts from here on; the ones in flight may still acquire, so
+        // let them settle before and after releasing what is held.
+        let settle = self.config.response_timeout * 2;
+        let _ = tokio::time::timeout(settle, self.settled()).await;
+        let releases = self.held.all().into_iter().map(|held| async move {
+            let _ = tokio::time::timeout(settle, held.release_all()).await;
+        });
+        futures_util::future::join_all(releases).await;
+        let _ = tokio::time::timeout(settle, self.settled()).await;
+        // Whatever could not be released stays until its lease ends; drop the
+        // references so that nothing keeps this client alive any more.
+        self.held.clear();
+        let conn = self.conn.write().unwrap().take();
+        let _ = tokio::time::timeout(self.config.response_timeout, self.latches.flush()).await;
+        for task in std::mem::take(&mut *self.tasks.lock().unwrap()) {
+            task.abort();
+        }
+        self.hub.stop();
+        drop(conn);
+        tracing::debug!(client = %self.id, "ferrolock client shut down");
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+        for task in self.tasks.get_mut().map(std::mem::take).unwrap_or_default() {
+            task.abort();
+        }
+    }
+}
+
+/// One call in flight (see [`Ctx::begin_call`]).
+pub(crate) struct CallGuard(Arc<Ctx>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        // Only shutdown waits for idleness: spare the hot path the notification otherwise.
+        if self.0.inflight.fetch_sub(1, Ordering::AcqRel) == 1 && self.0.is_shut_down() {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Shared by every user handle of one client (`Client`, `Lock`, ...). The client
+/// keeps its held holds alive (holds end only by release, lease end or shutdown),
+/// which ties them to it in a cycle; when the last user handle goes, this shuts
+/// the client down.
+pub(crate) struct Alive(pub Arc<Ctx>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        let ctx = self.0.clone();
+        if ctx.is_shut_down() {
+            return;
+        }
+        if ctx.check_process().is_err() {
+            // Forked child: the parent's runtime and sockets do not exist here.
+            ctx.held.clear();
+            return;
+        }
+        tracing::debug!(client = %ctx.id, "last handle of the client dropped; shutting it down");
+        let runtime = ctx.runtime.clone();
+        runtime.spawn(async move { ctx.close().await });
+    }
+}
+
+/// The watchdog: renews each hold a third of the lease after its last confirmed
+/// renewal (or acquisition), like Redisson's per-lock timers. It looks every twelfth
+/// of the lease and renews together every hold due before its next look, so a
+/// renewal that took long is followed by the next without waiting a whole interval.
+/// Rounds do not wait for each other (a slow one stays in flight until its holds'
+/// deadlines); a hold whose renewal is under way is left out of the next.
+async fn watchdog(ctx: Weak<Ctx>) {
+    let Some(look) = ctx.upgrade().map(|c| (c.config.renew_interval() / 4).max(Duration::from_millis(1))) else {
+        return;
+    };
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + look, look);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(ctx) = ctx.upgrade() else { return };
+        if ctx.is_shut_down() {
+            return;
+        }
+        let horizon = Instant::now() + look;
+        let runtime = ctx.runtime.clone();
+        runtime.spawn(async move {
+            let report = ctx.renew(Some(horizon)).await;
+            if report.failed > 0 {
+                tracing::warn!(failed = report.failed, "watchdog could not renew some locks before their deadline");
+            }
+        });
+    }
+}

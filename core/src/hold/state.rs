@@ -1,0 +1,263 @@
+//! The local view of one holder's hold: count, token, lease deadline, lost signal
+//! and renewal bookkeeping, and what changes them (an acquisition applied, a loss
+//! marked, a renewal confirmed). The deadline is `send time of the last confirmed
+//! acquire or renewal + lease - safety margin`: Redis's expiry comes no sooner than
+//! `send time + lease`, so a loss told at the deadline precedes anyone else's hold.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use super::{Hold, LostCallback, LostEvent};
+use crate::ctx::Ctx;
+use crate::error::{Error, ErrorKind};
+
+pub(crate) struct HoldState {
+    pub count: u32,
+    pub generation: u64,
+    pub token: Option<u64>,
+    /// Renewed by the watchdog (some level was taken without an explicit lease).
+    pub watchdog: bool,
+    /// PEXPIRE used when a partial release keeps the hold.
+    pub lease_ms: u64,
+    /// Local monotonic deadline (see the module comment).
+    pub deadline: Instant,
+    lost: watch::Sender<Option<Error>>,
+    /// Set when the current hold was lost; cleared by the next first acquisition.
+    pub lost_error: Option<Error>,
+    /// Releases still to be answered with `LockLost` (the levels held when lost).
+    pub lost_levels: u32,
+    /// A release that ends the hold is under way: a renewal that finds the field gone
+    /// raced it, and the release's own answer tells whether the hold was lost.
+    pub releasing: bool,
+    /// Hand-offs in a row that led to this hold (0: acquired by an attempt of its own).
+    pub streak: u32,
+    /// Handed over by a release whose script has not answered yet: the server may
+    /// still show the previous holder's field, so the watchdog must not renew yet.
+    unconfirmed: bool,
+    /// The generation whose renewal call is in flight: later rounds leave it out.
+    renewing: Option<u64>,
+    /// When the watchdog should renew next: a third of the lease after the send time
+    /// of the last confirmed renewal or acquisition.
+    renew_due: Instant,
+    deadline_task: Option<AbortHandle>,
+}
+
+/// One holder's hold state, with what it needs to tell a loss.
+pub(crate) struct HoldCell {
+    pub ctx: Arc<Ctx>,
+    /// The holder's uid in the client's registry of held holds.
+    uid: u64,
+    /// The primitive's name and the owner field, for messages.
+    display: String,
+    owner: String,
+    pub state: Mutex<HoldState>,
+    pub on_lost: Mutex<Option<LostCallback>>,
+}
+
+impl HoldCell {
+    pub fn new(ctx: Arc<Ctx>, uid: u64, display: String, owner: String) -> Arc<HoldCell> {
+        let now = Instant::now();
+        let state = HoldState {
+            count: 0,
+            generation: 0,
+            token: None,
+            watchdog: false,
+            lease_ms: 0,
+            deadline: now,
+            lost: watch::channel(None).0,
+            lost_error: None,
+            lost_levels: 0,
+            releasing: false,
+            streak: 0,
+            unconfirmed: false,
+            renewing: None,
+            renew_due: now,
+            deadline_task: None,
+        };
+        Arc::new(HoldCell { ctx, uid, display, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
+    }
+
+    /// The current hold, if held (local view).
+    pub fn current_hold(&self) -> Option<Hold> {
+        let st = self.state.lock().unwrap();
+        (st.count > 0).then(|| Hold { token: st.token, count: st.count, lost: st.lost.subscribe() })
+    }
+
+    /// Applies an acquisition sent at `sent_at`. A hold handed over by a release is
+    /// the `streak`-th hand-off in a row, and `unconfirmed` while the release script
+    /// has not answered yet. Returns the hold and whether it is a new one (the
+    /// caller registers it with the client then).
+    pub fn apply(
+        self: &Arc<Self>,
+        count: u32,
+        token: Option<u64>,
+        lease_ms: Option<u64>,
+        sent_at: Instant,
+        streak: u32,
+        unconfirmed: bool,
+    ) -> (Hold, bool) {
+        let config = &self.ctx.config;
+        let lease = lease_ms.unwrap_or_else(|| config.watchdog_ms());
+        let mut st = self.state.lock().unwrap();
+        let fresh = st.count == 0;
+        st.count = count.max(1);
+        st.token = token;
+        st.lease_ms = lease;
+        // A re-entry PEXPIREs to its own lease, so the deadline follows the latest call.
+        st.deadline = self.deadline_after(sent_at, lease);
+        st.renew_due = sent_at + config.renew_interval();
+        if fresh {
+            st.generation += 1;
+            st.watchdog = lease_ms.is_none();
+            st.lost = watch::channel(None).0;
+            st.lost_error = None;
+            st.lost_levels = 0;
+            // Set together with the hold: the watchdog must never see it half-made.
+            st.streak = streak;
+            st.unconfirmed = unconfirmed;
+            let task = self.ctx.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
+            if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
+                old.abort();
+            }
+        } else if lease_ms.is_none() {
+            st.watchdog = true;
+        }
+        (Hold { token, count: st.count, lost: st.lost.subscribe() }, fresh)
+    }
+
+    /// The hold is over (released or lost): stop its deadline timer and renewals.
+    pub fn finish(&self, st: &mut HoldState) {
+        st.count = 0;
+        st.token = None;
+        st.watchdog = false;
+        if let Some(task) = st.deadline_task.take() {
+            task.abort();
+        }
+        self.ctx.held.unregister(self.uid);
+    }
+
+    pub fn lost_error(&self, reason: &str) -> Error {
+        Error::new(
+            ErrorKind::LockLost,
+            format!(
+                "lock \"{}\" was lost by its holder ({}): {reason}; the critical section was not protected since then",
+                self.display, self.owner
+            ),
+        )
+    }
+
+    /// Marks the hold of `generation` lost and notifies the holder, once.
+    pub fn mark_lost(&self, generation: u64, reason: &str) {
+        let at = Instant::now();
+        let error = self.lost_error(reason);
+        {
+            let mut st = self.state.lock().unwrap();
+            if st.generation != generation || st.count == 0 {
+                return;
+            }
+            st.lost_levels = st.count;
+            st.lost_error = Some(error.clone());
+            st.lost.send_replace(Some(error.clone()));
+            self.finish(&mut st);
+        }
+        tracing::warn!(lock = %self.display, owner = %self.owner, "{}", error.message());
+        let callback = self.on_lost.lock().unwrap().clone();
+        if let Some(callback) = callback {
+            let event = LostEvent { name: self.display.clone(), owner: self.owner.clone(), error, at };
+            // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
+            self.ctx.runtime.spawn_blocking(move || callback(&event));
+        }
+    }
+
+    /// A renewal of `generation` found the owner field gone: the hold is lost, unless a
+    /// release that ends it is under way (it deleted the field; its answer decides).
+    pub fn renewal_found_gone(&self, generation: u64) {
+        if !self.state.lock().unwrap().releasing {
+            self.mark_lost(generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)");
+        }
+    }
+
+    /// A renewal of `generation` sent at `sent_at` succeeded: the lease now runs from
+    /// then. Returns true if the hold had been reported lost meanwhile (its deadline
+    /// passed while the renewal was in flight): the renewal revived a field nobody
+    /// will release, and the caller must release it.
+    pub fn renewed(&self, generation: u64, sent_at: Instant) -> bool {
+        let config = &self.ctx.config;
+        let mut st = self.state.lock().unwrap();
+        if st.generation == generation && st.count > 0 {
+            st.deadline = self.deadline_after(sent_at, config.watchdog_ms());
+            st.renew_due = sent_at + config.renew_interval();
+            return false;
+        }
+        st.generation == generation && st.lost_error.is_some()
+    }
+
+    /// The generation of the hold if the watchdog should renew it now: held, on the
+    /// watchdog, confirmed, and (for a round with a `horizon`) due before it with no
+    /// renewal of it in flight. Marks it as renewing.
+    pub fn begin_renewal(&self, horizon: Option<Instant>) -> Option<u64> {
+        let mut st = self.state.lock().unwrap();
+        let wanted = match horizon {
+            Some(h) => st.renew_due <= h && st.renewing != Some(st.generation),
+            None => true,
+        };
+        let due = st.count > 0 && st.watchdog && !st.unconfirmed && wanted;
+        due.then(|| {
+            st.renewing = Some(st.generation);
+            st.generation
+        })
+    }
+
+    pub fn end_renewal(&self, generation: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.renewing == Some(generation) {
+            st.renewing = None;
+        }
+    }
+
+    /// The local deadline of the hold of `generation`, while it is held.
+    pub fn deadline_of(&self, generation: u64) -> Option<Instant> {
+        let st = self.state.lock().unwrap();
+        (st.generation == generation && st.count > 0).then_some(st.deadline)
+    }
+
+    /// The server confirmed a hold handed over early: the watchdog may renew it.
+    pub fn confirm_handed(&self, generation: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.generation == generation {
+            st.unconfirmed = false;
+        }
+    }
+
+    /// Redis's expiry comes no sooner than `sent_at + lease`, so a loss told at this
+    /// deadline precedes it by the safety margin (clock drift, timer and scheduling delays).
+    fn deadline_after(&self, sent_at: Instant, lease_ms: u64) -> Instant {
+        let lease = Duration::from_millis(lease_ms);
+        sent_at + lease.saturating_sub(self.ctx.config.safety_margin(lease))
+    }
+}
+
+/// Marks the hold lost when its local deadline passes without a renewal.
+async fn watch_deadline(cell: Weak<HoldCell>, generation: u64) {
+    loop {
+        let deadline = {
+            let Some(c) = cell.upgrade() else { return };
+            let st = c.state.lock().unwrap();
+            if st.generation != generation || st.count == 0 {
+                return;
+            }
+            st.deadline
+        };
+        if Instant::now() >= deadline {
+            if let Some(c) = cell.upgrade() {
+                let lease = c.state.lock().unwrap().lease_ms;
+                c.mark_lost(generation, &format!("its lease ({lease} ms) ran out before it was renewed or released"));
+            }
+            return;
+        }
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+}

@@ -1,0 +1,315 @@
+//! Locks: every primitive with an owner behind one handle, [`Lock`], the kind
+//! being data ([`LockKind`]). The handle is thin: a holder (holder.rs) with its
+//! hold state, the kind's protocol (reentrant.rs: Redisson's RLock and RFencedLock),
+//! the same-client hand-off (handoff.rs), and the shared waiting engine
+//! (crate::waiting), to which `acquire` hands a [`LockAcquire`].
+
+mod guard;
+mod handoff;
+pub(crate) mod holder;
+mod reentrant;
+mod status;
+
+pub use guard::Guard;
+pub use status::{HolderEntry, LockStatus};
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::ctx::Alive;
+use crate::error::{Error, Result};
+use crate::hold::{Hold, LostCallback, Released};
+use crate::validate;
+use crate::waiting::hub::{Policy, Successor};
+use crate::waiting::{self, Attempt};
+use handoff::Candidate;
+use holder::{Holder, PendingHold};
+
+/// Which lock: the kind decides the protocol (keys, scripts, renewal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// Redisson's `RLock`: re-entrant, renewed by the watchdog.
+    #[default]
+    Reentrant,
+    /// Redisson's `RFencedLock`: an `RLock` whose every acquisition gets a strictly
+    /// increasing fencing token from `redisson_lock_token:{name}`.
+    Fenced,
+}
+
+impl LockKind {
+    /// The kind's name, as `FromStr` reads it: "reentrant", "fenced".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockKind::Reentrant => "reentrant",
+            LockKind::Fenced => "fenced",
+        }
+    }
+}
+
+impl std::fmt::Display for LockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for LockKind {
+    type Err = Error;
+
+    /// Reads a kind by name, for the bindings and the CLI (one table, here).
+    fn from_str(name: &str) -> Result<LockKind> {
+        match name {
+            "reentrant" => Ok(LockKind::Reentrant),
+            "fenced" => Ok(LockKind::Fenced),
+            other => Err(Error::invalid(format!("unknown lock kind {other:?}; give \"reentrant\" or \"fenced\""))),
+        }
+    }
+}
+
+/// How to build a lock handle (see [`crate::Client::lock_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Which lock (default: reentrant).
+    pub kind: LockKind,
+    /// Explicit holder id: the owner field becomes `<client-id>:<holder_id>`.
+    pub holder_id: Option<u64>,
+    /// Explicit full owner field, for handing a hold over between clients.
+    pub owner: Option<String>,
+}
+
+impl LockOptions {
+    /// Options for a lock of `kind`.
+    pub fn kind(kind: LockKind) -> Self {
+        LockOptions { kind, ..LockOptions::default() }
+    }
+}
+
+/// How to acquire: how long to wait and which lease to use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// Longest wait (0 = try once). `None` waits as long as it takes.
+    pub wait: Option<Duration>,
+    /// Explicit lease: the lock expires after it, with no renewal. `None` = watchdog.
+    pub lease: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// Wait at most `wait` (0 = try once).
+    pub fn wait(wait: Duration) -> Self {
+        AcquireOptions { wait: Some(wait), lease: None }
+    }
+
+    /// Use an explicit lease instead of the watchdog.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}
+
+/// A handle on one lock name for one holder. Clones share the holder; a new
+/// handle from [`crate::Client::lock`] is a new holder. Re-entrant: the same
+/// holder may acquire again and must release as often.
+///
+/// A hold ends only by a release (explicit, or by dropping its [`Guard`]), by
+/// the end of an explicit lease, or by the client's shutdown: dropping every
+/// handle of a holder that holds keeps the hold (the client keeps it, renewed,
+/// and logs a warning), like a thread that exits while holding a C lock.
+pub struct Lock {
+    pub(crate) holder: Arc<Holder>,
+    /// Keeps the client up while a handle exists (see `ctx::Alive`).
+    _alive: Arc<Alive>,
+}
+
+impl Clone for Lock {
+    fn clone(&self) -> Self {
+        Lock::from_holder(self.holder.clone(), self._alive.clone())
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if self.holder.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let count = self.local_hold_count();
+            if count > 0 && !self.holder.ctx.is_shut_down() {
+                tracing::warn!(
+                    lock = %self.name(),
+                    owner = %self.owner(),
+                    "the last handle of a holder of lock \"{}\" was dropped while it holds {count} level(s); \
+                     the hold stays until its lease ends or the client shuts down (release before dropping)",
+                    self.name()
+                );
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("name", &self.name()).field("owner", &self.owner()).field("kind", &self.kind()).finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn from_holder(holder: Arc<Holder>, alive: Arc<Alive>) -> Lock {
+        holder.handles.fetch_add(1, Ordering::AcqRel);
+        Lock { holder, _alive: alive }
+    }
+
+    /// The lock name (lossy UTF-8 for non-UTF-8 names).
+    pub fn name(&self) -> &str {
+        &self.holder.names.display
+    }
+
+    /// The lock name as given.
+    pub fn name_bytes(&self) -> &[u8] {
+        &self.holder.names.name
+    }
+
+    /// The owner field this holder writes: `<client-id>:<holder-id>`.
+    pub fn owner(&self) -> &str {
+        &self.holder.owner
+    }
+
+    /// Which lock this is.
+    pub fn kind(&self) -> LockKind {
+        self.holder.kind
+    }
+
+    /// True for fenced locks.
+    pub fn is_fenced(&self) -> bool {
+        self.holder.is_fenced()
+    }
+
+    /// Waits until acquired, with the watchdog lease. The guard releases on drop.
+    pub async fn acquire(&self) -> Result<Guard> {
+        let hold = self.acquire_hold(AcquireOptions::default()).await?;
+        Ok(Guard::new(self.clone(), hold.expect("an unbounded wait only returns when acquired")))
+    }
+
+    /// One attempt, no waiting.
+    pub async fn try_acquire(&self) -> Result<Option<Guard>> {
+        self.acquire_with(AcquireOptions::wait(Duration::ZERO)).await
+    }
+
+    /// Acquires with a wait bound and/or an explicit lease. `Ok(None)`: not acquired in time.
+    pub async fn acquire_with(&self, options: AcquireOptions) -> Result<Option<Guard>> {
+        Ok(self.acquire_hold(options).await?.map(|hold| Guard::new(self.clone(), hold)))
+    }
+
+    /// Like [`Lock::acquire_with`], without release-on-drop: the hold lasts until
+    /// [`Lock::release`] (or its loss). This is what the bindings use.
+    ///
+    /// Dropping the returned future at any point leaves nothing held and no
+    /// subscription behind.
+    pub async fn acquire_hold(&self, options: AcquireOptions) -> Result<Option<Hold>> {
+        let lease_ms = options.lease.map(validate::lease).transpose()?;
+        let deadline = options.wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
+        let ctx = &self.holder.ctx;
+        let channel = waiting::Channel {
+            hub: &ctx.hub,
+            name: &self.holder.names.channel,
+            policy: Policy::Lock,
+            shutdown: &ctx.shutdown,
+        };
+        let acquirer = LockAcquire { holder: &self.holder, lease_ms, candidate: OnceLock::new() };
+        let acquired = waiting::acquire(&acquirer, channel, deadline).await?;
+        Ok(acquired.map(PendingHold::take).map(|level| level.hold))
+    }
+
+    /// Releases one level of this holder's hold. `NotOwner` if this holder does not
+    /// hold it (nothing changes), `LockLost` if its hold was lost meanwhile.
+    pub async fn release(&self) -> Result<Released> {
+        self.holder.release(false).await
+    }
+
+    /// Releases every level of this holder's hold at once.
+    pub async fn release_all(&self) -> Result<Released> {
+        self.holder.release(true).await
+    }
+
+    /// The current hold of this holder (local view), if any.
+    pub fn current_hold(&self) -> Option<Hold> {
+        self.holder.cell.current_hold()
+    }
+
+    /// This holder's hold count (local view; 0 when not held).
+    pub fn local_hold_count(&self) -> u32 {
+        self.holder.cell.state.lock().unwrap().count
+    }
+
+    /// The fencing token of this holder's latest acquisition, while held.
+    pub fn token(&self) -> Option<u64> {
+        self.current_hold().and_then(|h| h.token())
+    }
+
+    /// True if this holder's latest hold was lost (until it acquires again).
+    pub fn is_lost(&self) -> bool {
+        self.holder.cell.state.lock().unwrap().lost_error.is_some()
+    }
+
+    /// The `LockLost` error of this holder's latest hold, if it was lost.
+    pub fn lost_error(&self) -> Option<Error> {
+        self.holder.cell.state.lock().unwrap().lost_error.clone()
+    }
+
+    /// Calls `callback` (on a background thread) whenever a hold of this holder is lost.
+    /// Replaces any earlier callback; `None` removes it.
+    pub fn set_on_lost(&self, callback: Option<LostCallback>) {
+        *self.holder.cell.on_lost.lock().unwrap() = callback;
+    }
+}
+
+/// One acquire of a lock, as the waiting engine drives it. Queued, it offers a
+/// [`Candidate`] that a release of this client may hand the lock to.
+struct LockAcquire<'a> {
+    holder: &'a Arc<Holder>,
+    lease_ms: Option<u64>,
+    /// Made when the acquire starts waiting (the uncontended path needs none).
+    candidate: OnceLock<Arc<Candidate>>,
+}
+
+impl LockAcquire<'_> {
+    fn candidate(&self) -> &Arc<Candidate> {
+        self.candidate.get_or_init(|| Candidate::new(self.holder.clone(), self.lease_ms))
+    }
+}
+
+impl waiting::Acquire for LockAcquire<'_> {
+    type Output = PendingHold;
+
+    fn attempt(&self) -> impl std::future::Future<Output = Result<Attempt<PendingHold>>> + Send {
+        self.holder.attempt(self.lease_ms)
+    }
+
+    /// A re-entry never queues behind other waiters.
+    fn queue_behind(&self) -> bool {
+        self.holder.cell.state.lock().unwrap().count == 0
+    }
+
+    fn successor(&self) -> Option<Arc<dyn Successor>> {
+        Some(self.candidate().clone())
+    }
+
+    fn handed(&self) -> Option<PendingHold> {
+        self.candidate.get()?.take_handed()
+    }
+
+    fn begin_attempt(&self) -> bool {
+        self.candidate.get().is_none_or(|c| c.begin_attempt())
+    }
+
+    fn end_attempt(&self) {
+        if let Some(c) = self.candidate.get() {
+            c.end_attempt();
+        }
+    }
+
+    fn being_handed(&self) -> bool {
+        self.candidate.get().is_some_and(|c| c.is_claimed())
+    }
+
+    fn give_up(&self) -> bool {
+        self.candidate.get().is_none_or(|c| c.close())
+    }
+}

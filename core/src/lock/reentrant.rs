@@ -1,0 +1,331 @@
+//! The protocol of Redisson's RLock and RFencedLock (DESIGN §2): the acquire and
+//! release scripts, their replies, and what a lost reply means.
+//!
+//! Acquire: the script takes the lock (or re-enters) and answers the hold count
+//! (and the fencing token), or the PTTL of someone else's hold. A lost reply is
+//! settled by reading the holder's own field on a fresh connection; if Redis cannot
+//! say in time, the caller gets the error and a resolver gives back what that
+//! acquire took as soon as Redis answers.
+//!
+//! Release: idempotent through the reply latch (retries reuse the request id and
+//! get the first answer); a release that ends the hold may hand it straight to a
+//! waiter of the same client (handoff.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::handoff::{Handoff, STREAK};
+use super::holder::{Holder, Level, PendingHold};
+use crate::ctx::Ctx;
+use crate::error::{Error, ErrorKind, Result};
+use crate::hold::pending::OpGuard;
+use crate::hold::Released;
+use crate::names::LockNames;
+use crate::scripts;
+use crate::transport::Conn;
+use crate::waiting::Attempt;
+
+/// One acquire attempt (under the holder's operation lock, `guard`).
+pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: OpGuard) -> Result<Attempt<PendingHold>> {
+    if h.ctx.is_shut_down() {
+        return Err(Error::shut_down());
+    }
+    let mut conn = h.ctx.conn()?;
+    let lease = lease_ms.unwrap_or_else(|| h.ctx.config.watchdog_ms());
+    let before = h.cell.state.lock().unwrap().count;
+    for _ in 0..2 {
+        let sent_at = Instant::now();
+        let mut call = scripts::ACQUIRE.key(&h.names.name);
+        if h.is_fenced() {
+            call.key(&h.names.token);
+        }
+        call.arg(lease).arg(&h.owner);
+        match call.invoke_async::<Vec<i64>>(&mut conn).await {
+            Ok(reply) => return decode_acquire(&h, &reply, lease_ms, sent_at),
+            Err(e) if Error::is_ambiguous(&e) => {
+                // The script may or may not have run: our own field tells which. The
+                // connection that failed was retired, so the read goes to a fresh one.
+                tracing::debug!(lock = %h.names.display, error = %e, "acquire reply lost; reading the hold back");
+                let (count, token) = match read_own_field(&h, &mut conn).await {
+                    Ok(field) => field,
+                    Err(err) => {
+                        // Still unknown: the caller gets the error, and a resolver settles
+                        // it (holding the operation lock, so no call sees a half state).
+                        let runtime = h.ctx.runtime.clone();
+                        runtime.spawn(resolve_unknown_acquire(h, guard, before, lease, sent_at));
+                        return Err(err);
+                    }
+                };
+                if count > before as i64 {
+                    let hold = h.apply(count as u32, token, lease_ms, sent_at, 0, false);
+                    return Ok(Attempt::Acquired(PendingHold::new(Level { holder: h, hold })));
+                }
+                // It did not run: sending it again is safe.
+            }
+            Err(e) => return Err(Error::from_redis(&e, &h.context("acquiring"))),
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Connection,
+        format!("{}: the connection failed twice; check that Redis is reachable", h.context("acquiring")),
+    ))
+}
+
+fn decode_acquire(h: &Arc<Holder>, reply: &[i64], lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
+    match reply {
+        [1, count, token] => {
+            let token = h.is_fenced().then_some(*token as u64);
+            let hold = h.apply(*count as u32, token, lease_ms, sent_at, 0, false);
+            Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
+        }
+        [0, pttl] if *pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((*pttl as u64).max(1))))),
+        [0, _] => Ok(Attempt::Busy(None)),
+        other => Err(Error::internal(format!("unexpected acquire reply {other:?}"))),
+    }
+}
+
+/// Settles an acquire whose reply was lost and whose read-back failed: as soon as
+/// Redis answers, levels it added are released (publishing, as a release does), so
+/// the lock is free long before the lease ends and the local view never reports a
+/// hold the caller was not given. Gives up only when a new hold would have expired
+/// by itself, or when the client is gone.
+async fn resolve_unknown_acquire(h: Arc<Holder>, guard: OpGuard, before: u32, lease_ms: u64, sent_at: Instant) {
+    let _guard = guard;
+    let mut delay = Duration::from_millis(20);
+    loop {
+        if before == 0 && Instant::now() >= sent_at + Duration::from_millis(lease_ms) {
+            return;
+        }
+        let Ok(mut conn) = h.ctx.conn() else { return };
+        let read: redis::RedisResult<Option<i64>> = redis::Cmd::hget(&h.names.name, &h.owner).query_async(&mut conn).await;
+        match read {
+            Ok(count) => {
+                let extra = count.unwrap_or(0) - before as i64;
+                if extra <= 0 {
+                    return;
+                }
+                let lease = if before == 0 { 0 } else { h.cell.state.lock().unwrap().lease_ms };
+                let request_id = h.ctx.new_request_id();
+                let undone = release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, lease, Levels::Some(extra as u32), None).await;
+                match undone {
+                    Ok(_) => {
+                        tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "undid an acquisition whose reply was lost");
+                        return;
+                    }
+                    Err(e) => tracing::debug!(lock = %h.names.display, error = %e, "could not undo a lost acquisition yet; retrying"),
+                }
+            }
+            Err(e) => tracing::debug!(lock = %h.names.display, error = %e, "lost acquisition still unresolved; retrying"),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Like [`read_own_field`], on the client's connection.
+pub(crate) async fn read_own_field_now(h: &Holder) -> Result<(i64, Option<u64>)> {
+    let mut conn = h.ctx.conn()?;
+    read_own_field(h, &mut conn).await
+}
+
+/// Reads this holder's hold count (and, fenced, the token counter) with a few
+/// retries while the connection re-establishes itself.
+async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>)> {
+    let mut pipe = redis::pipe();
+    pipe.hget(&h.names.name, &h.owner);
+    if h.is_fenced() {
+        pipe.get(&h.names.token);
+    }
+    let mut delay = Duration::from_millis(20);
+    let give_up = Instant::now() + h.ctx.config.connect_timeout + h.ctx.config.response_timeout;
+    loop {
+        let read = if h.is_fenced() {
+            pipe.query_async::<(Option<i64>, Option<u64>)>(conn).await
+        } else {
+            pipe.query_async::<(Option<i64>,)>(conn).await.map(|(count,)| (count, None))
+        };
+        match read {
+            Ok((count, token)) => return Ok((count.unwrap_or(0), token)),
+            Err(e) if Error::is_ambiguous(&e) && Instant::now() + delay < give_up => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(500));
+            }
+            Err(e) => return Err(Error::from_redis(&e, &h.context("checking after a lost reply on"))),
+        }
+    }
+}
+
+/// Releases one level (or all), under the holder's operation lock.
+pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released> {
+    let (lease_ms, full, early, streak) = {
+        let mut st = h.cell.state.lock().unwrap();
+        if st.count == 0 && st.lost_levels > 0 {
+            st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
+            return Err(st.lost_error.clone().unwrap_or_else(|| h.cell.lost_error("it was lost")));
+        }
+        // A holder that never acquired here (a hand-over) does not know the lease: keep the TTL.
+        let lease_ms = if st.count == 0 { 0 } else { st.lease_ms };
+        let full = st.count > 0 && (all || st.count == 1);
+        // Letting an unfenced successor go before the reply is only as safe as this
+        // hold: it must outlive the reply (see handoff.rs).
+        let early = st.deadline > Instant::now() + h.ctx.config.response_timeout;
+        st.releasing = full;
+        (lease_ms, full, early, st.streak)
+    };
+    // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
+    // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
+    let handoff = if full && streak < STREAK && !h.ctx.is_shut_down() {
+        let claimed = h.ctx.hub.claim_successor(&h.names.channel, h.uid);
+        claimed.and_then(|claimed| Handoff::start(claimed, early, streak + 1))
+    } else {
+        None
+    };
+    let outcome = run_release(h, lease_ms, all, handoff.as_ref()).await;
+    let outcome = match handoff {
+        None => outcome,
+        Some(handoff) => {
+            handoff.settle(&outcome).await;
+            match outcome {
+                // The script failed before it wrote (a broken token counter of the
+                // successor, say): release plainly; the successor finds out by itself.
+                Err(e) if e.kind() != ErrorKind::Connection => run_release(h, lease_ms, all, None).await,
+                other => other,
+            }
+        }
+    };
+    h.cell.state.lock().unwrap().releasing = false;
+    settle_release(h, outcome?, all)
+}
+
+fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released> {
+    let mut st = h.cell.state.lock().unwrap();
+    match reply {
+        ReleaseReply::NotOwner if st.count > 0 => {
+            let generation = st.generation;
+            drop(st);
+            h.cell.mark_lost(generation, "its owner field was gone when it was released (expired or force-unlocked)");
+            let mut st = h.cell.state.lock().unwrap();
+            st.lost_levels = st.lost_levels.saturating_sub(1);
+            Err(st.lost_error.clone().unwrap_or_else(|| h.cell.lost_error("it was lost")))
+        }
+        ReleaseReply::NotOwner => Err(Error::new(
+            ErrorKind::NotOwner,
+            format!(
+                "lock \"{}\" is not held by this holder ({}); acquire it before releasing it",
+                h.names.display, h.owner
+            ),
+        )),
+        ReleaseReply::StillHeld if !all => {
+            if st.count > 1 {
+                st.count -= 1;
+            }
+            Ok(Released::StillHeld(st.count))
+        }
+        ReleaseReply::StillHeld | ReleaseReply::Released | ReleaseReply::Handed(_) => {
+            h.cell.finish(&mut st);
+            Ok(Released::Unlocked)
+        }
+    }
+}
+
+async fn run_release(h: &Holder, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<ReleaseReply> {
+    let conn = h.ctx.conn()?;
+    let request_id = h.ctx.new_request_id();
+    let levels = if all { Levels::All } else { Levels::Some(1) };
+    release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, lease_ms, levels, handoff).await
+}
+
+/// Deletes this holder's field, revived by a late renewal of a lost hold, unless
+/// the holder acquired again since.
+pub(crate) async fn release_revived(h: &Holder, generation: u64) -> Result<()> {
+    if h.cell.state.lock().unwrap().generation != generation {
+        return Ok(());
+    }
+    let conn = h.ctx.conn()?;
+    let request_id = h.ctx.new_request_id();
+    release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, 0, Levels::All, None).await?;
+    Ok(())
+}
+
+/// What the release script answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReleaseReply {
+    /// The owner field was absent.
+    NotOwner,
+    /// Levels are left.
+    StillHeld,
+    /// The lock is free; a waiter was woken by a message.
+    Released,
+    /// The lock went straight to the hand-off's successor, with this token (0 unfenced).
+    Handed(u64),
+}
+
+impl ReleaseReply {
+    fn decode(value: &redis::Value) -> Result<ReleaseReply> {
+        use redis::Value::{Array, Int, Nil};
+        match value {
+            Nil => Ok(ReleaseReply::NotOwner),
+            Int(0) => Ok(ReleaseReply::StillHeld),
+            Int(1) => Ok(ReleaseReply::Released),
+            Array(parts) => match parts.as_slice() {
+                [Int(2), Int(token)] => Ok(ReleaseReply::Handed(*token as u64)),
+                _ => Err(Error::internal(format!("unexpected release reply {value:?}"))),
+            },
+            _ => Err(Error::internal(format!("unexpected release reply {value:?}"))),
+        }
+    }
+}
+
+/// How many levels a release script call gives up.
+#[derive(Debug, Clone, Copy)]
+enum Levels {
+    All,
+    Some(u32),
+}
+
+/// Runs the release script, retrying after a lost reply with the same request id
+/// until the retry window closes; then queues the reply latch for deletion.
+#[allow(clippy::too_many_arguments)]
+async fn release_script(
+    ctx: &Ctx,
+    mut conn: Conn,
+    names: &LockNames,
+    owner: &str,
+    request_id: &str,
+    lease_ms: u64,
+    levels: Levels,
+    handoff: Option<&Handoff>,
+) -> Result<ReleaseReply> {
+    let latch = names.latch(request_id);
+    let window = ctx.config.retry_window;
+    let levels = match levels {
+        Levels::All => "all".to_string(),
+        Levels::Some(n) => n.to_string(),
+    };
+    let mut call = scripts::RELEASE.key(&names.name);
+    call.key(&names.channel).key(&latch);
+    call.arg(owner).arg(lease_ms).arg(ctx.transport.publish_command()).arg(window.as_millis() as u64).arg(levels);
+    if let Some(handoff) = handoff {
+        let successor = handoff.successor();
+        if successor.is_fenced() {
+            call.key(&successor.names.token);
+        }
+        call.arg(&successor.owner).arg(handoff.lease_ms);
+    }
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(10);
+    let reply = loop {
+        match call.invoke_async::<redis::Value>(&mut conn).await {
+            Ok(reply) => break reply,
+            Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
+                tracing::debug!(lock = %names.display, error = %e, "release reply lost; retrying with the same request id");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(500));
+            }
+            Err(e) => return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display))),
+        }
+    };
+    // The latch only answers retries of this call, which are over now.
+    ctx.latches.remove_later(latch);
+    ReleaseReply::decode(&reply)
+}

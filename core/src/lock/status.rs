@@ -1,0 +1,180 @@
+//! A lock as the server sees it: a snapshot for operators (`ferrolock status`) and
+//! for showing who is in the way while waiting, and the read-only queries and the
+//! force unlock behind it.
+
+use std::time::Duration;
+
+use super::Lock;
+use crate::error::{Error, ErrorKind, Result};
+use crate::scripts;
+use crate::transport::Conn;
+
+/// One owner field of the lock hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderEntry {
+    /// The owner field: `<client-id>:<holder-id>` for ferrolock, `<uuid>:<thread-id>` for Redisson.
+    pub owner: String,
+    /// How many times that holder has entered the lock.
+    pub count: u64,
+}
+
+/// The state of a lock at one moment. Read with [`crate::Lock::status`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockStatus {
+    /// The lock name.
+    pub name: String,
+    /// Every owner field with its hold count; empty when the lock is free.
+    pub holders: Vec<HolderEntry>,
+    /// Time left on the lease; `None` when free, `Duration::MAX` for a lock without expiry.
+    pub remaining_lease: Option<Duration>,
+    /// Connections subscribed to the lock's release channel: one per client with waiters
+    /// (ferrolock and Redisson share one subscription per client).
+    pub subscribers: u64,
+    /// The last fencing token handed out for this name (`redisson_lock_token:{name}`), if any.
+    pub last_token: Option<u64>,
+}
+
+impl LockStatus {
+    /// True when someone holds the lock.
+    pub fn is_locked(&self) -> bool {
+        !self.holders.is_empty()
+    }
+}
+
+impl Lock {
+    /// True if anyone holds the lock. `WrongType` if the key is not a lock.
+    pub async fn is_locked(&self) -> Result<bool> {
+        let (kind, _): (String, i64) = self.query_type_pttl().await?;
+        Ok(kind == "hash")
+    }
+
+    /// True if this holder holds the lock, as the server sees it.
+    pub async fn is_held(&self) -> Result<bool> {
+        Ok(self.hold_count().await? > 0)
+    }
+
+    /// This holder's hold count, as the server sees it.
+    pub async fn hold_count(&self) -> Result<u32> {
+        // After the holder's calls in flight (an acquire being settled, say), so it
+        // never reports a hold the caller was not given.
+        let _settled = self.holder.op.lock().await;
+        let cmd = redis::Cmd::hget(&self.holder.names.name, &self.holder.owner);
+        let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
+        Ok(count.unwrap_or(0))
+    }
+
+    /// Time left on the lock's lease (whoever holds it); `None` when not locked,
+    /// `Duration::MAX` for a lock without expiry.
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        let (kind, pttl) = self.query_type_pttl().await?;
+        Ok(match (kind.as_str(), pttl) {
+            ("none", _) | (_, -2) => None,
+            (_, -1) => Some(Duration::MAX),
+            (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
+        })
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. `true` if it was locked.
+    /// Holders find their hold lost at their next renewal or release.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        let mut conn = self.holder.ctx.conn()?;
+        let unlocked: i64 = scripts::FORCE_UNLOCK
+            .key(&self.holder.names.name)
+            .key(&self.holder.names.channel)
+            .arg(self.holder.ctx.transport.publish_command())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
+        Ok(unlocked == 1)
+    }
+
+    /// A snapshot of the lock: holders with their counts, remaining lease, subscribed
+    /// clients on its channel and the last fencing token. `WrongType` if the key is not a lock.
+    pub async fn status(&self) -> Result<LockStatus> {
+        let keys = &self.holder.names;
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
+        pipe.add_command(self.holder.ctx.transport.numsub_command()).arg(&keys.channel);
+        let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
+            self.query_idempotent(&pipe, "reading the status of").await?;
+        let not_a_lock = |what: &str| {
+            Error::new(
+                ErrorKind::WrongType,
+                format!("the key at lock name \"{}\" holds {what}, not a lock; pick another lock name", self.name()),
+            )
+        };
+        if kind != "hash" && kind != "none" {
+            return Err(not_a_lock(&format!("a {kind}")));
+        }
+        let mut holders = Vec::new();
+        if kind == "hash" {
+            let cmd = redis::Cmd::hgetall(&keys.name);
+            let fields: Vec<(String, String)> = self.query_idempotent(&cmd, "reading the holders of").await?;
+            for (owner, count) in fields {
+                let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
+                holders.push(HolderEntry { owner, count });
+            }
+            holders.sort_by(|a, b| a.owner.cmp(&b.owner));
+        }
+        let remaining_lease = match (holders.is_empty(), pttl) {
+            (true, _) | (_, -2) => None,
+            (_, -1) => Some(Duration::MAX),
+            (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
+        };
+        let last_token = match token {
+            None => None,
+            Some(t) => Some(t.parse().map_err(|_| {
+                Error::new(
+                    ErrorKind::WrongType,
+                    format!("the fencing-token counter of lock \"{}\" is not a number", self.name()),
+                )
+            })?),
+        };
+        Ok(LockStatus { name: self.name().to_string(), holders, remaining_lease, subscribers, last_token })
+    }
+
+    async fn query_type_pttl(&self) -> Result<(String, i64)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("TYPE").arg(&self.holder.names.name).pttl(&self.holder.names.name);
+        let (kind, pttl): (String, i64) = self.query_idempotent(&pipe, "reading").await?;
+        if kind != "hash" && kind != "none" {
+            return Err(Error::new(
+                ErrorKind::WrongType,
+                format!(
+                    "the key at lock name \"{}\" holds a {kind}, not a lock; pick another lock name",
+                    self.name()
+                ),
+            ));
+        }
+        Ok((kind, pttl))
+    }
+
+    /// Runs a read-only command, once more after a connection failure (the
+    /// connection manager reconnects, but the command that hit the break fails).
+    async fn query_idempotent<T: redis::FromRedisValue>(&self, cmd: &(impl Queryable + ?Sized), what: &str) -> Result<T> {
+        let mut conn = self.holder.ctx.conn()?;
+        let context = format!("{what} lock \"{}\"", self.name());
+        match cmd.run(&mut conn).await {
+            Err(e) if Error::is_ambiguous(&e) => cmd.run(&mut conn).await.map_err(|e| Error::from_redis(&e, &context)),
+            other => other.map_err(|e| Error::from_redis(&e, &context)),
+        }
+    }
+}
+
+/// A command or pipeline that can be sent as is.
+trait Queryable {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T>;
+}
+
+impl Queryable for redis::Cmd {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+
+impl Queryable for redis::Pipeline {
+    async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T> {
+        self.query_async(conn).await
+    }
+}
+

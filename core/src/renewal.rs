@@ -1,0 +1,184 @@
+//! Renewal of held holds: the registry of what a client holds (kept alive there,
+//! renewed by the watchdog, released at shutdown) and renewal rounds. A round asks
+//! every held hold for a ticket (its renew script, key and owner), groups the
+//! tickets by (script, cluster slot), at most [`BATCH`] per call, and sends all calls
+//! at once. A call stays in flight until the latest deadline of its holds, not the
+//! response timeout, and is sent again (on a fresh connection) after a connection
+//! failure: on a slow link a hold is kept as long as a renewal gets through in time.
+//! A renewal that finds the owner field gone marks the hold lost; a hold that cannot
+//! be renewed is marked lost by its own deadline timer (hold/state.rs).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use redis::Script;
+
+use crate::error::{Error, Result};
+use crate::transport::{Conn, Transport};
+
+/// Holds per renewal script call.
+pub const BATCH: usize = 100;
+
+/// What one renewal round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenewalReport {
+    /// Holds renewed.
+    pub renewed: usize,
+    /// Holds found lost (owner field gone).
+    pub lost: usize,
+    /// Holds whose renewal could not get through before their deadline (lost there).
+    pub failed: usize,
+    /// Script calls made.
+    pub script_calls: usize,
+    /// Wall time of the round.
+    pub duration: Duration,
+}
+
+/// What the renewal of one hold sends.
+pub(crate) struct Ticket {
+    /// The renew script of the hold's kind: `KEYS` = keys, `ARGV[1]` = lease, `ARGV[i+1]` = owner i.
+    pub script: &'static Script,
+    pub key: Vec<u8>,
+    pub owner: String,
+    pub generation: u64,
+}
+
+/// A hold the client keeps (held by some primitive with an owner).
+pub(crate) trait Held: Send + Sync {
+    /// A ticket if the hold should be renewed now: with a `horizon`, only if due
+    /// before it and no renewal of it is in flight; marks it as renewing.
+    fn begin_renewal(&self, horizon: Option<Instant>) -> Option<Ticket>;
+    /// The renewal of `generation` sent at `sent_at` succeeded.
+    fn renewed(self: Arc<Self>, generation: u64, sent_at: Instant);
+    /// The renewal of `generation` found the owner field gone.
+    fn found_gone(&self, generation: u64);
+    fn end_renewal(&self, generation: u64);
+    /// The local deadline of `generation`, while held.
+    fn deadline_of(&self, generation: u64) -> Option<Instant>;
+    /// Releases every level (client shutdown).
+    fn release_all(self: Arc<Self>) -> BoxFuture<'static, ()>;
+}
+
+/// Every hold a client holds, by holder uid.
+#[derive(Default)]
+pub(crate) struct Registry {
+    held: Mutex<HashMap<u64, Arc<dyn Held>>>,
+}
+
+impl Registry {
+    pub fn register(&self, uid: u64, held: Arc<dyn Held>) {
+        self.held.lock().unwrap().insert(uid, held);
+    }
+
+    pub fn unregister(&self, uid: u64) {
+        self.held.lock().unwrap().remove(&uid);
+    }
+
+    pub fn all(&self) -> Vec<Arc<dyn Held>> {
+        self.held.lock().unwrap().values().cloned().collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+
+    pub fn clear(&self) {
+        self.held.lock().unwrap().clear();
+    }
+}
+
+/// One round over every hold due before `horizon` (all holds without one).
+pub(crate) async fn renew_all<F>(held: &Registry, conn: F, transport: &Transport, lease_ms: u64, horizon: Option<Instant>) -> RenewalReport
+where
+    F: Fn() -> Result<Conn> + Sync,
+{
+    let started = Instant::now();
+    let mut groups: HashMap<(&'static str, Option<u16>), Vec<(Arc<dyn Held>, Ticket)>> = HashMap::new();
+    for hold in held.all() {
+        if let Some(ticket) = hold.begin_renewal(horizon) {
+            let group = (ticket.script.get_hash(), transport.slot_of(&ticket.key));
+            groups.entry(group).or_default().push((hold, ticket));
+        }
+    }
+    let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
+    let conn = &conn;
+    let calls = batches.into_iter().map(|batch| async move {
+        let report = renew_batch(conn, lease_ms, batch).await;
+        for (hold, ticket) in batch {
+            hold.end_renewal(ticket.generation);
+        }
+        report
+    });
+    let mut report = RenewalReport::default();
+    for part in futures_util::future::join_all(calls).await {
+        report.renewed += part.renewed;
+        report.lost += part.lost;
+        report.failed += part.failed;
+        report.script_calls += part.script_calls;
+    }
+    report.duration = started.elapsed();
+    report
+}
+
+async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)]) -> RenewalReport
+where
+    F: Fn() -> Result<Conn> + Sync,
+{
+    let mut report = RenewalReport::default();
+    let mut call = batch[0].1.script.prepare_invoke();
+    call.arg(lease_ms);
+    for (_, ticket) in batch {
+        call.key(&ticket.key).arg(&ticket.owner);
+    }
+    let mut delay = Duration::from_millis(10);
+    loop {
+        // Worth sending while any of the holds can still be saved.
+        let until = batch.iter().filter_map(|(h, t)| h.deadline_of(t.generation)).max();
+        let now = Instant::now();
+        let Some(until) = until.filter(|u| *u > now) else {
+            report.failed = batch.len();
+            return report;
+        };
+        let Ok(conn) = conn() else { return report };
+        let mut conn = conn.with_timeout(until - now);
+        let sent_at = Instant::now();
+        report.script_calls += 1;
+        // A NOSCRIPT (SCRIPT FLUSH) makes it three requests: bound them together too.
+        let reply = match tokio::time::timeout(until - now, call.invoke_async::<Vec<i64>>(&mut conn)).await {
+            Ok(reply) => reply,
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "renewal past the deadline").into()),
+        };
+        match reply {
+            Ok(flags) if flags.len() == batch.len() => {
+                for ((hold, ticket), flag) in batch.iter().zip(flags) {
+                    if flag == 1 {
+                        hold.clone().renewed(ticket.generation, sent_at);
+                        report.renewed += 1;
+                    } else {
+                        hold.found_gone(ticket.generation);
+                        report.lost += 1;
+                    }
+                }
+                return report;
+            }
+            Ok(flags) => {
+                tracing::error!(expected = batch.len(), got = flags.len(), "unexpected renewal reply");
+                report.failed = batch.len();
+                return report;
+            }
+            Err(e) if Error::is_ambiguous(&e) => {
+                tracing::debug!(error = %e, "renewal call failed; sending it again");
+                tokio::time::sleep(delay.min(until.saturating_duration_since(Instant::now()))).await;
+                delay = (delay * 2).min(Duration::from_millis(200));
+            }
+            Err(e) => {
+                let e = Error::from_redis(&e, "renewing held locks");
+                tracing::warn!(error = %e, "renewal refused");
+                report.failed = batch.len();
+                return report;
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The subscriber connection task of a client's hub: connect, (re)subscribe the
+//! channels that have waiters, dispatch messages by each channel's policy, and
+//! apply subscription changes in order; on a broken connection start over (and
+//! wake every waiter, since messages sent during the gap are lost).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::hub::{Channel, Shared};
+use crate::transport::SubscriberSink;
+
+/// The connection task: connect, (re)subscribe, dispatch messages, apply
+/// subscription changes in order; on a broken connection start over.
+pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut shutdown = shared.shutdown.clone();
+    let mut backoff = Duration::from_millis(20);
+    let mut reconnect = false;
+    loop {
+        let connect = tokio::time::timeout(shared.config.connect_timeout, shared.transport.subscriber());
+        let pubsub = tokio::select! {
+            r = connect => r,
+            _ = shutdown.changed() => return,
+        };
+        let (mut sink, mut stream) = match pubsub {
+            Ok(Ok(connection)) => connection,
+            other => {
+                if let Ok(Err(e)) = other {
+                    tracing::debug!(error = %e, "pub/sub connection failed; retrying");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let wanted: Vec<Vec<u8>> = {
+            let state = shared.state.lock().unwrap();
+            state.channels.iter().filter(|(_, c)| !c.waiters.is_empty()).map(|(k, _)| k.clone()).collect()
+        };
+        if !wanted.is_empty() {
+            if let Err(e) = sink.subscribe(&wanted).await {
+                refused(&shared, &e);
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        }
+        {
+            let state = shared.state.lock().unwrap();
+            for name in &wanted {
+                if let Some(c) = state.channels.get(name) {
+                    c.subscribed.send_replace(true);
+                }
+            }
+            if reconnect {
+                tracing::debug!("pub/sub reconnected; waking every waiter to retry");
+                state.channels.values().for_each(Channel::wake_all);
+            }
+        }
+        reconnect = true;
+        backoff = Duration::from_millis(20);
+        loop {
+            tokio::select! {
+                msg = stream.next() => match msg {
+                    Some((channel, payload)) => dispatch(&shared, &channel, &payload),
+                    None => break,
+                },
+                Some(name) = reconcile.recv() => {
+                    if let Err(e) = apply(&shared, &mut sink, name).await {
+                        refused(&shared, &e);
+                        break;
+                    }
+                }
+                _ = shutdown.changed() => return,
+            }
+        }
+        tracing::debug!("pub/sub connection lost; reconnecting");
+        let state = shared.state.lock().unwrap();
+        state.channels.values().for_each(|c| {
+            c.subscribed.send_replace(false);
+        });
+    }
+}
+
+/// A subscription the server refused (an ACL without +subscribe or channel access):
+/// waiters still wake at the lock's expiry, but no longer at its release. Said once.
+fn refused(shared: &Shared, e: &redis::RedisError) {
+    let error = crate::error::Error::from_redis(e, "subscribing to lock channels");
+    if error.kind() != crate::ErrorKind::PermissionDenied {
+        tracing::debug!(error = %e, "subscribing failed; reconnecting");
+        return;
+    }
+    if !shared.refused_warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            "waiting for locks is slow: {}; waiters are woken only when a lock's lease runs out, \
+             not when it is released",
+            error.message()
+        );
+    }
+}
+
+fn dispatch(shared: &Shared, channel: &[u8], payload: &[u8]) {
+    let state = shared.state.lock().unwrap();
+    if let Some(channel) = state.channels.get(channel) {
+        channel.deliver(payload);
+    }
+}
+
+/// Brings one channel's subscription in line with its waiters.
+async fn apply(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) -> redis::RedisResult<()> {
+    let (wanted, subscribed) = {
+        let state = shared.state.lock().unwrap();
+        let Some(c) = state.channels.get(&name) else { return Ok(()) };
+        let wanted = !c.waiters.is_empty();
+        let subscribed = *c.subscribed.borrow();
+        if !wanted && subscribed {
+            // Not live from here on: a waiter that arrives while the unsubscribe is
+            // under way must not count on this subscription (it would miss messages);
+            // it asks for a new one and waits for it.
+            c.subscribed.send_replace(false);
+        }
+        (wanted, subscribed)
+    };
+    if wanted && !subscribed {
+        sink.subscribe(std::slice::from_ref(&name)).await?;
+        let state = shared.state.lock().unwrap();
+        if let Some(c) = state.channels.get(&name) {
+            c.subscribed.send_replace(true);
+            if c.waiters.is_empty() {
+                // Everyone left while subscribing: undo on the next pass.
+                if let Some(tx) = &state.reconcile {
+                    let _ = tx.send(name.clone());
+                }
+            }
+        }
+    } else if !wanted {
+        if subscribed {
+            sink.unsubscribe(&name).await?;
+        }
+        let mut state = shared.state.lock().unwrap();
+        if state.channels.get(&name).is_some_and(|c| c.waiters.is_empty()) {
+            state.channels.remove(&name);
+        } else if let Some(tx) = &state.reconcile {
+            // A waiter arrived meanwhile: subscribe again on the next pass.
+            let _ = tx.send(name.clone());
+        }
+    }
+    Ok(())
+}
