@@ -3,7 +3,7 @@
 # checks the committed header is what cbindgen generates, installs into a temp
 # PREFIX, compiles the header as C11 and C++, runs the C test programs under
 # AddressSanitizer + UndefinedBehaviorSanitizer (each starts its own redis-server),
-# one under valgrind memcheck, and builds + runs examples/legacy_job.c through
+# three under valgrind memcheck, and builds + runs examples/legacy_job.c through
 # pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config on PATH.
 #
 #   bash bindings-c/test.sh          # last line: "N passed, 0 failed"
@@ -131,7 +131,7 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced statuses; do
+for t in counter reentrancy wait lease lost fenced statuses thread_exit acl; do
     check "asan-$t" run_asan "$t" || true
 done
 
@@ -158,6 +158,7 @@ run_valgrind() {
 }
 check valgrind-reentrancy run_valgrind reentrancy || true
 check valgrind-lost run_valgrind lost || true
+check valgrind-thread_exit run_valgrind thread_exit || true
 
 # 7. examples/legacy_job.c built through pkg-config after the install step, run
 #    against a redis-server of its own.

@@ -238,7 +238,7 @@ fn help_and_version() {
     let bin = target_binary("ferrolock");
     let out = finish_now(Command::new(&bin).arg("--help"));
     assert_eq!(out.code, 0, "{out:?}");
-    for needle in ["run", "status", "unlock", "REDIS_URL", "Examples", "Exit status", "69", "75", "127"] {
+    for needle in ["run", "status", "unlock", "REDIS_URL", "Examples", "Exit status", "69", "74", "75", "77", "127"] {
         assert!(out.stdout.contains(needle), "--help lacks {needle}: {out:?}");
     }
     for sub in ["run", "status", "unlock", "demo"] {
@@ -523,6 +523,83 @@ async fn a_key_that_is_not_a_lock_is_refused() {
     }
     let mut conn = server.raw().await;
     assert_eq!(keys(&mut conn).await, vec![counter.to_string()], "unlock --force must not delete a non-lock key");
+}
+
+/// Creates (or changes) ACL user `user` with password `pw` and these extra rules.
+async fn acl_user(server: &RedisServer, user: &str, rules: &[&str]) -> String {
+    let mut conn = server.raw().await;
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER").arg(user).arg(rules);
+    let () = cmd.query_async(&mut conn).await.unwrap();
+    format!("redis://{user}:pw@127.0.0.1:{}", server.port)
+}
+
+#[tokio::test]
+async fn acl_refusal_exits_77_and_names_the_rule() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    // Reading the lease needs PTTL.
+    let url = acl_user(&server, "nopttl", &["on", ">pw", "~*", "&*", "+@all", "-pttl"]).await;
+    let out = finish_now(&mut ferrolock(&server, &["--url", &url, "status", "perm"]));
+    assert_eq!(out.code, 77, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("+pttl"), "{out:?}");
+
+    // The lock scripts need HINCRBY: nothing is taken, CMD does not run.
+    let url = acl_user(&server, "limited", &["on", ">pw", "~*", "&*", "+@all", "-hincrby"]).await;
+    let marker = scratch.path("ran");
+    let out = finish_now(ferrolock(&server, &["--url", &url, "run", "perm", "--", "sh", "-c"]).arg(format!("echo ran > {marker}")));
+    assert_eq!(out.code, 77, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("+hincrby"), "{out:?}");
+    assert!(out.stderr.contains("perm"), "the message names the lock: {out:?}");
+    assert!(scratch.read("ran").is_none(), "CMD ran without the lock");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn release_refused_exits_74_and_says_the_lock_stays() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let url = acl_user(&server, "runner", &["on", ">pw", "~*", "&*", "+@all"]).await;
+    let mut cmd = run_cmd(&server, &["--url", &url], "refused", &scratch.holder_script(&[]));
+    let running = Running::start(&mut cmd);
+    scratch.wait_for("ready").await;
+    // While CMD runs, the user loses EVALSHA: the release script is refused.
+    acl_user(&server, "runner", &["-evalsha"]).await;
+    scratch.stop();
+    let out = running.finish(Duration::from_secs(30)).await;
+    assert_eq!(out.code, 74, "{out:?}");
+    assert!(out.stderr.contains("could not release lock \"refused\"") && out.stderr.contains("+evalsha"), "{out:?}");
+    assert!(
+        out.stderr.contains("lock \"refused\" may stay held until its lease ends, at most 30.0 s after ferrolock exits"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("the command's own exit status was 0"), "{out:?}");
+    // Still held, until its watchdog lease runs out.
+    let status = status_json(&server, "refused").await;
+    assert_eq!(status["holders"].as_array().unwrap().len(), 1, "{status}");
+    let left = status["remaining_lease_ms"].as_i64().unwrap();
+    assert!(left > 0 && left <= 30_000, "{status}");
+}
+
+#[tokio::test]
+async fn release_with_redis_down_exits_74_and_says_the_lock_stays() {
+    let mut server = RedisServer::start();
+    let scratch = Scratch::new();
+    let running = Running::start(&mut run_cmd(&server, &["--lease", "60"], "down", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    server.kill();
+    scratch.stop();
+    // The release is retried for a few seconds (a reply may have been lost), then given up.
+    let out = running.finish(Duration::from_secs(30)).await;
+    assert_eq!(out.code, 74, "{out:?}");
+    assert!(out.stderr.contains("could not release lock \"down\""), "{out:?}");
+    assert!(out.stderr.contains("check that Redis is running"), "{out:?}");
+    let line = out.stderr.lines().find(|l| l.contains("may stay held")).unwrap_or_else(|| panic!("{out:?}"));
+    assert!(line.starts_with("ferrolock: lock \"down\" may stay held until its lease ends, at most "), "{out:?}");
+    assert!(line.contains(" s from now (its --lease)") && line.ends_with("the command's own exit status was 0"), "{out:?}");
+    // The --lease minus the time CMD and the release took (well under 30 s).
+    let left: f64 = line.split("at most ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(left > 30.0 && left < 60.0, "{left} s left: {out:?}");
 }
 
 /// A pseudo-terminal that becomes the controlling terminal of one `ferrolock`, so

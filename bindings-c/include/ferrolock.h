@@ -13,7 +13,11 @@
  * ferrolock_lock handle may be used by many threads at once: the holder of a lock
  * is (handle, calling OS thread), like a recursive pthread mutex, so each thread
  * acquires, re-enters and releases on its own, and a thread cannot release
- * another thread's hold (FERROLOCK_ERR_NOT_OWNER).
+ * another thread's hold (FERROLOCK_ERR_NOT_OWNER). A hold lasts (unless it is lost)
+ * until its release, ferrolock_lock_free() of its handle or ferrolock_client_free()
+ * of its client (both release it), or the end of an explicit lease: a thread that
+ * exits while holding keeps the hold, renewed, like a recursive pthread mutex it
+ * left locked.
  *
  * Errors: functions return a ferrolock_status; on anything but FERROLOCK_OK,
  * ferrolock_last_error() holds a message for the calling thread. Output
@@ -38,6 +42,7 @@
 /**
  * Result of every ferrolock call that can fail. `FERROLOCK_OK` is 0; every other
  * value comes with a message from `ferrolock_last_error()` on the same thread.
+ * The numeric values are part of the ABI: new statuses are only ever appended.
  */
 typedef enum ferrolock_status {
     /**
@@ -75,6 +80,11 @@ typedef enum ferrolock_status {
      * A bug in ferrolock or a reply it does not understand (a caught panic lands here).
      */
     FERROLOCK_ERR_INTERNAL,
+    /**
+     * A Redis ACL refused a command, key or channel (NOPERM); the message names what
+     * was refused and the ACL rule that would allow it (e.g. "+hincrby").
+     */
+    FERROLOCK_ERR_PERMISSION,
 } ferrolock_status;
 
 /**
@@ -113,6 +123,7 @@ extern "C" {
  *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL,
  *         `watchdog_timeout_ms` out of range);
  *         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password);
+ *         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
  *         `FERROLOCK_ERR_INTERNAL`.
  *
  * Thread-safe. Blocks for at most about 4 s (connect + response timeout).
@@ -122,8 +133,10 @@ enum ferrolock_status ferrolock_client_connect(const char *url,
                                                struct ferrolock_client **out);
 
 /**
- * Releases every lock this client still holds (best effort, bounded by the
- * response timeout), stops its background work and frees it. NULL is fine.
+ * Releases every lock this client still holds, through any handle and thread
+ * (best effort: when Redis does not answer it gives up after about 4 s, and those
+ * locks expire at the end of their lease), stops its background work and frees
+ * it. NULL is fine.
  *
  * Lock handles made from this client stay valid memory and must still be freed
  * with `ferrolock_lock_free()` (before or after this call); other calls on them
@@ -169,8 +182,10 @@ enum ferrolock_status ferrolock_fenced_lock_new(struct ferrolock_client *client,
                                                 struct ferrolock_lock **out);
 
 /**
- * Frees a lock handle. NULL is fine. Locks still held through it (by any thread)
- * are released first (best effort, bounded by the response timeout). After it
+ * Frees a lock handle. NULL is fine. Every hold still taken through it, by any
+ * thread (also threads that have exited), is released first. Best effort: when
+ * Redis does not answer it gives up after about 5 s, and such a hold stays (renewed)
+ * until `ferrolock_client_free()`, or until its explicit lease runs out. After it
  * returns, its on_lost callback is not running and will not be called again.
  *
  * No other thread may use the handle during or after this call. Must not be called
@@ -191,12 +206,18 @@ void ferrolock_lock_free(struct ferrolock_lock *lock);
  * @return `FERROLOCK_OK` (acquired); `FERROLOCK_NOT_ACQUIRED` (someone else still
  *         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock,
  *         duration out of range, freed or pre-fork client);
- *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_WRONG_TYPE` (the key is not a
- *         lock); `FERROLOCK_ERR_INTERNAL`.
+ *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
+ *         command, key or channel the lock needs; the message names the rule to add;
+ *         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
+ *         `FERROLOCK_ERR_INTERNAL`.
  *
- * Blocks the calling thread. Thread-safe. A hold belongs to the thread, not to the
- * call: a thread that exits while holding leaves the lock held (and renewed, with
- * the watchdog lease) until the handle or the client is freed.
+ * Blocks the calling thread. Thread-safe.
+ *
+ * A hold belongs to (handle, thread), not to the call, and lasts (unless it is
+ * lost) until it is released, until `ferrolock_lock_free()` of its handle or
+ * `ferrolock_client_free()` of its client releases it, or until an explicit lease
+ * runs out: a thread that exits while holding keeps the hold (renewed, with the
+ * watchdog lease), like a recursive pthread mutex left locked by an exited thread.
  */
 enum ferrolock_status ferrolock_lock_acquire(struct ferrolock_lock *lock,
                                              int64_t wait_ms,
@@ -211,7 +232,11 @@ enum ferrolock_status ferrolock_lock_acquire(struct ferrolock_lock *lock,
  *         handle; nothing changes); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost
  *         before this release: the critical section was not protected, once per
  *         level that was held); `FERROLOCK_ERR_INVALID_ARGUMENT`;
- *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_INTERNAL`.
+ *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused
+ *         the release; the message names the rule to add); `FERROLOCK_ERR_INTERNAL`.
+ *         After `FERROLOCK_ERR_CONNECTION` or `FERROLOCK_ERR_PERMISSION` this thread
+ *         still holds the level (see `ferrolock_lock_acquire()` on how holds end):
+ *         release again once Redis answers.
  *
  * Blocks the calling thread. Thread-safe.
  */
@@ -222,7 +247,8 @@ enum ferrolock_status ferrolock_lock_release(struct ferrolock_lock *lock);
  *
  * @param out receives the answer.
  * @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CONNECTION`;
- *         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+ *         `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused the read; the message
+ *         names the rule to add); `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
  *
  * Blocks for one round-trip. Thread-safe.
  */
@@ -260,8 +286,9 @@ enum ferrolock_status ferrolock_lock_remaining_lease_ms(struct ferrolock_lock *l
  * lost at its next renewal or release (and its on_lost callback runs).
  *
  * @param out_was_locked receives whether it was locked; may be NULL.
- * @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_INVALID_ARGUMENT`;
- *         `FERROLOCK_ERR_INTERNAL`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a
+ *         Redis ACL refused it; the message names the rule to add);
+ *         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
  *
  * Blocks for one round-trip. Thread-safe.
  */

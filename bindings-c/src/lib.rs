@@ -1,5 +1,6 @@
 //! C ABI of ferrolock: `libferrolock.so` / `libferrolock.a` and `include/ferrolock.h`
-//! (generated from this file by cbindgen, see `examples/gen_header.rs`).
+//! (generated from this file and cbindgen.toml by build.rs with the `generate-header`
+//! feature: `make -C bindings-c header`).
 //!
 //! This crate only translates (DESIGN §1): C strings and durations into core types,
 //! core errors into `ferrolock_status` plus a thread-local message, the core's async
@@ -28,6 +29,7 @@ use ferrolock::{validate, AcquireOptions, Client, Error, ErrorKind, Lock, LockOp
 
 /// Result of every ferrolock call that can fail. `FERROLOCK_OK` is 0; every other
 /// value comes with a message from `ferrolock_last_error()` on the same thread.
+/// The numeric values are part of the ABI: new statuses are only ever appended.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ferrolock_status {
@@ -50,9 +52,57 @@ pub enum ferrolock_status {
     FERROLOCK_ERR_INVALID_ARGUMENT,
     /// A bug in ferrolock or a reply it does not understand (a caught panic lands here).
     FERROLOCK_ERR_INTERNAL,
+    /// A Redis ACL refused a command, key or channel (NOPERM); the message names what
+    /// was refused and the ACL rule that would allow it (e.g. "+hincrby").
+    FERROLOCK_ERR_PERMISSION,
 }
 
 use ferrolock_status::*;
+
+impl ferrolock_status {
+    /// Every status, in numeric order. New statuses are appended to the enum and here
+    /// (the assertion below checks the order; `name` does not compile without them).
+    const ALL: [ferrolock_status; 9] = [
+        FERROLOCK_OK,
+        FERROLOCK_NOT_ACQUIRED,
+        FERROLOCK_ERR_NOT_OWNER,
+        FERROLOCK_ERR_LOCK_LOST,
+        FERROLOCK_ERR_CONNECTION,
+        FERROLOCK_ERR_WRONG_TYPE,
+        FERROLOCK_ERR_INVALID_ARGUMENT,
+        FERROLOCK_ERR_INTERNAL,
+        FERROLOCK_ERR_PERMISSION,
+    ];
+
+    /// The status with this numeric value, if there is one.
+    fn from_int(value: i32) -> Option<ferrolock_status> {
+        usize::try_from(value).ok().and_then(|i| Self::ALL.get(i)).copied()
+    }
+
+    /// The C name of the status.
+    const fn name(self) -> &'static CStr {
+        match self {
+            FERROLOCK_OK => c"FERROLOCK_OK",
+            FERROLOCK_NOT_ACQUIRED => c"FERROLOCK_NOT_ACQUIRED",
+            FERROLOCK_ERR_NOT_OWNER => c"FERROLOCK_ERR_NOT_OWNER",
+            FERROLOCK_ERR_LOCK_LOST => c"FERROLOCK_ERR_LOCK_LOST",
+            FERROLOCK_ERR_CONNECTION => c"FERROLOCK_ERR_CONNECTION",
+            FERROLOCK_ERR_WRONG_TYPE => c"FERROLOCK_ERR_WRONG_TYPE",
+            FERROLOCK_ERR_INVALID_ARGUMENT => c"FERROLOCK_ERR_INVALID_ARGUMENT",
+            FERROLOCK_ERR_INTERNAL => c"FERROLOCK_ERR_INTERNAL",
+            FERROLOCK_ERR_PERMISSION => c"FERROLOCK_ERR_PERMISSION",
+        }
+    }
+}
+
+// `ALL[i]` is the status numbered i, so `from_int` is a plain index.
+const _: () = {
+    let mut i = 0;
+    while i < ferrolock_status::ALL.len() {
+        assert!(ferrolock_status::ALL[i] as usize == i, "ferrolock_status::ALL is out of order");
+        i += 1;
+    }
+};
 
 /// A status as passed in from C: any int, since C may hand over a value outside the
 /// enum (which would be undefined behaviour as a Rust enum). Shown as
@@ -121,6 +171,7 @@ fn status_of(kind: ErrorKind) -> ferrolock_status {
         ErrorKind::Connection => FERROLOCK_ERR_CONNECTION,
         ErrorKind::WrongType => FERROLOCK_ERR_WRONG_TYPE,
         ErrorKind::InvalidArgument => FERROLOCK_ERR_INVALID_ARGUMENT,
+        ErrorKind::PermissionDenied => FERROLOCK_ERR_PERMISSION,
         // C has no cancellation: the only cancel is a client freed under a waiting call.
         ErrorKind::Cancelled => FERROLOCK_ERR_INVALID_ARGUMENT,
         _ => FERROLOCK_ERR_INTERNAL,
@@ -296,6 +347,7 @@ impl ferrolock_lock {
 ///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL,
 ///         `watchdog_timeout_ms` out of range);
 ///         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password);
+///         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
 ///         `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Thread-safe. Blocks for at most about 4 s (connect + response timeout).
@@ -326,8 +378,10 @@ unsafe fn out_ptr<'a, T>(out: *mut *mut T) -> Result<&'a mut *mut T, Error> {
     Ok(out)
 }
 
-/// Releases every lock this client still holds (best effort, bounded by the
-/// response timeout), stops its background work and frees it. NULL is fine.
+/// Releases every lock this client still holds, through any handle and thread
+/// (best effort: when Redis does not answer it gives up after about 4 s, and those
+/// locks expire at the end of their lease), stops its background work and frees
+/// it. NULL is fine.
 ///
 /// Lock handles made from this client stay valid memory and must still be freed
 /// with `ferrolock_lock_free()` (before or after this call); other calls on them
@@ -427,8 +481,10 @@ pub unsafe extern "C" fn ferrolock_fenced_lock_new(
     new_lock(client, name, out, true)
 }
 
-/// Frees a lock handle. NULL is fine. Locks still held through it (by any thread)
-/// are released first (best effort, bounded by the response timeout). After it
+/// Frees a lock handle. NULL is fine. Every hold still taken through it, by any
+/// thread (also threads that have exited), is released first. Best effort: when
+/// Redis does not answer it gives up after about 5 s, and such a hold stays (renewed)
+/// until `ferrolock_client_free()`, or until its explicit lease runs out. After it
 /// returns, its on_lost callback is not running and will not be called again.
 ///
 /// No other thread may use the handle during or after this call. Must not be called
@@ -475,12 +531,18 @@ unsafe fn lock_arg<'a>(lock: *mut ferrolock_lock) -> Result<&'a ferrolock_lock, 
 /// @return `FERROLOCK_OK` (acquired); `FERROLOCK_NOT_ACQUIRED` (someone else still
 ///         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock,
 ///         duration out of range, freed or pre-fork client);
-///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_WRONG_TYPE` (the key is not a
-///         lock); `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
+///         command, key or channel the lock needs; the message names the rule to add;
+///         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
+///         `FERROLOCK_ERR_INTERNAL`.
 ///
-/// Blocks the calling thread. Thread-safe. A hold belongs to the thread, not to the
-/// call: a thread that exits while holding leaves the lock held (and renewed, with
-/// the watchdog lease) until the handle or the client is freed.
+/// Blocks the calling thread. Thread-safe.
+///
+/// A hold belongs to (handle, thread), not to the call, and lasts (unless it is
+/// lost) until it is released, until `ferrolock_lock_free()` of its handle or
+/// `ferrolock_client_free()` of its client releases it, or until an explicit lease
+/// runs out: a thread that exits while holding keeps the hold (renewed, with the
+/// watchdog lease), like a recursive pthread mutex left locked by an exited thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_ms: i64, lease_ms: i64) -> ferrolock_status {
     run(|| {
@@ -508,7 +570,11 @@ pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_
 ///         handle; nothing changes); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost
 ///         before this release: the critical section was not protected, once per
 ///         level that was held); `FERROLOCK_ERR_INVALID_ARGUMENT`;
-///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused
+///         the release; the message names the rule to add); `FERROLOCK_ERR_INTERNAL`.
+///         After `FERROLOCK_ERR_CONNECTION` or `FERROLOCK_ERR_PERMISSION` this thread
+///         still holds the level (see `ferrolock_lock_acquire()` on how holds end):
+///         release again once Redis answers.
 ///
 /// Blocks the calling thread. Thread-safe.
 #[no_mangle]
@@ -535,7 +601,8 @@ pub unsafe extern "C" fn ferrolock_lock_release(lock: *mut ferrolock_lock) -> fe
 ///
 /// @param out receives the answer.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CONNECTION`;
-///         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused the read; the message
+///         names the rule to add); `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Blocks for one round-trip. Thread-safe.
 #[no_mangle]
@@ -606,8 +673,9 @@ pub unsafe extern "C" fn ferrolock_lock_remaining_lease_ms(lock: *mut ferrolock_
 /// lost at its next renewal or release (and its on_lost callback runs).
 ///
 /// @param out_was_locked receives whether it was locked; may be NULL.
-/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_INVALID_ARGUMENT`;
-///         `FERROLOCK_ERR_INTERNAL`.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a
+///         Redis ACL refused it; the message names the rule to add);
+///         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Blocks for one round-trip. Thread-safe.
 #[no_mangle]
@@ -711,18 +779,9 @@ pub extern "C" fn ferrolock_last_error() -> *const c_char {
 /// "FERROLOCK_UNKNOWN_STATUS" for a value that is not a status. Never NULL.
 #[no_mangle]
 pub extern "C" fn ferrolock_status_str(status: FerrolockStatusArg) -> *const c_char {
-    let name = match status {
-        0 => c"FERROLOCK_OK",
-        1 => c"FERROLOCK_NOT_ACQUIRED",
-        2 => c"FERROLOCK_ERR_NOT_OWNER",
-        3 => c"FERROLOCK_ERR_LOCK_LOST",
-        4 => c"FERROLOCK_ERR_CONNECTION",
-        5 => c"FERROLOCK_ERR_WRONG_TYPE",
-        6 => c"FERROLOCK_ERR_INVALID_ARGUMENT",
-        7 => c"FERROLOCK_ERR_INTERNAL",
-        _ => c"FERROLOCK_UNKNOWN_STATUS",
-    };
-    name.as_ptr()
+    ferrolock_status::from_int(status)
+        .map_or(c"FERROLOCK_UNKNOWN_STATUS", ferrolock_status::name)
+        .as_ptr()
 }
 
 /// The library version, e.g. "0.1.0". Static; never NULL.
@@ -750,18 +809,44 @@ mod tests {
 
     #[test]
     fn status_names_match_the_enum() {
-        for (status, name) in [
-            (FERROLOCK_OK, "FERROLOCK_OK"),
-            (FERROLOCK_NOT_ACQUIRED, "FERROLOCK_NOT_ACQUIRED"),
-            (FERROLOCK_ERR_NOT_OWNER, "FERROLOCK_ERR_NOT_OWNER"),
-            (FERROLOCK_ERR_LOCK_LOST, "FERROLOCK_ERR_LOCK_LOST"),
-            (FERROLOCK_ERR_CONNECTION, "FERROLOCK_ERR_CONNECTION"),
-            (FERROLOCK_ERR_WRONG_TYPE, "FERROLOCK_ERR_WRONG_TYPE"),
-            (FERROLOCK_ERR_INVALID_ARGUMENT, "FERROLOCK_ERR_INVALID_ARGUMENT"),
-            (FERROLOCK_ERR_INTERNAL, "FERROLOCK_ERR_INTERNAL"),
-        ] {
-            let got = unsafe { CStr::from_ptr(ferrolock_status_str(status as i32)) };
-            assert_eq!(got.to_str().unwrap(), name);
+        for (i, status) in ferrolock_status::ALL.iter().enumerate() {
+            assert_eq!(*status as usize, i);
+            let got = unsafe { CStr::from_ptr(ferrolock_status_str(i as i32)) };
+            // The C name is the variant's own name.
+            assert_eq!(got.to_str().unwrap(), format!("{status:?}"));
         }
+        assert_eq!(ferrolock_status::from_int(8), Some(FERROLOCK_ERR_PERMISSION));
+        for value in [-1, ferrolock_status::ALL.len() as i32, 42, i32::MIN, i32::MAX] {
+            let got = unsafe { CStr::from_ptr(ferrolock_status_str(value)) };
+            assert_eq!(got.to_str().unwrap(), "FERROLOCK_UNKNOWN_STATUS", "{value}");
+        }
+    }
+
+    #[test]
+    fn numeric_values_never_change() {
+        // The ABI: C programs compiled against an older header keep working.
+        let values = [
+            (FERROLOCK_OK, 0),
+            (FERROLOCK_NOT_ACQUIRED, 1),
+            (FERROLOCK_ERR_NOT_OWNER, 2),
+            (FERROLOCK_ERR_LOCK_LOST, 3),
+            (FERROLOCK_ERR_CONNECTION, 4),
+            (FERROLOCK_ERR_WRONG_TYPE, 5),
+            (FERROLOCK_ERR_INVALID_ARGUMENT, 6),
+            (FERROLOCK_ERR_INTERNAL, 7),
+            (FERROLOCK_ERR_PERMISSION, 8),
+        ];
+        for (status, value) in values {
+            assert_eq!(status as i32, value, "{status:?}");
+        }
+        assert_eq!(values.len(), ferrolock_status::ALL.len());
+    }
+
+    #[test]
+    fn permission_denied_has_its_own_status() {
+        assert_eq!(status_of(ErrorKind::PermissionDenied), FERROLOCK_ERR_PERMISSION);
+        let status = run(|| Err(Error::new(ErrorKind::PermissionDenied, "the ACL user needs +hincrby")));
+        assert_eq!(status, FERROLOCK_ERR_PERMISSION);
+        assert!(last_error().contains("+hincrby"), "{}", last_error());
     }
 }

@@ -8,6 +8,9 @@
 //! * [`Client`]: one core client (connection, pub/sub, watchdog).
 //! * [`Holder`]: one core lock handle = one holder (one owner field). The Python
 //!   layer maps (lock object, thread) and (lock object, asyncio task) to holders.
+//!   Dropping a `Holder` that holds does not release: the core client keeps the
+//!   hold until it is released, its explicit lease ends, or the client shuts down
+//!   (`close`, or the last `Client`/`Holder` of it dropped).
 //!
 //! Blocking calls run on the process-wide runtime (`ferrolock::runtime::shared`)
 //! with the GIL released, in short slices with `check_signals` in between, so
@@ -48,6 +51,7 @@ fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyT
         ErrorKind::Connection => "ConnectionError",
         ErrorKind::WrongType => "WrongTypeError",
         ErrorKind::InvalidArgument => "InvalidArgumentError",
+        ErrorKind::PermissionDenied => "PermissionDeniedError",
         // Cancelled (the client was closed under a waiting call), Internal, and
         // anything a later core adds: the base class, with the core's message.
         _ => "LockError",
@@ -274,6 +278,7 @@ fn builder(
     response_timeout: Option<f64>,
     connect_timeout: Option<f64>,
     retry_window: Option<f64>,
+    drift_factor: Option<f64>,
 ) -> PyResult<ClientBuilder> {
     let mut b = ClientBuilder::new(url);
     if let Some(d) = seconds(watchdog_timeout, "watchdog_timeout")? {
@@ -287,6 +292,10 @@ fn builder(
     }
     if let Some(d) = seconds(retry_window, "retry_window")? {
         b = b.retry_window(d);
+    }
+    if let Some(f) = drift_factor {
+        // Range-checked (0 to 0.5) by the core when connecting: InvalidArgumentError.
+        b = b.drift_factor(f);
     }
     Ok(b)
 }
@@ -314,7 +323,7 @@ impl Client {
 impl Client {
     /// Connects (blocking, interruptible with Ctrl-C) and checks that the server answers.
     #[staticmethod]
-    #[pyo3(signature = (url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None))]
+    #[pyo3(signature = (url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None, drift_factor=None))]
     fn connect(
         py: Python<'_>,
         url: &str,
@@ -322,14 +331,15 @@ impl Client {
         response_timeout: Option<f64>,
         connect_timeout: Option<f64>,
         retry_window: Option<f64>,
+        drift_factor: Option<f64>,
     ) -> PyResult<Client> {
-        let b = builder(url, watchdog_timeout, response_timeout, connect_timeout, retry_window)?;
+        let b = builder(url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor)?;
         block(py, b.connect()).map(Client::wrap)
     }
 
     /// Like `connect`, as an awaitable for asyncio.
     #[staticmethod]
-    #[pyo3(signature = (url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None))]
+    #[pyo3(signature = (url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None, drift_factor=None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: &str,
@@ -337,8 +347,9 @@ impl Client {
         response_timeout: Option<f64>,
         connect_timeout: Option<f64>,
         retry_window: Option<f64>,
+        drift_factor: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let b = builder(url, watchdog_timeout, response_timeout, connect_timeout, retry_window)?;
+        let b = builder(url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor)?;
         awaitable(py, async move { b.connect().await.map(Client::wrap) })
     }
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import math
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +13,7 @@ import redis
 
 import ferrolock
 import ferrolock.aio
-from helpers import RedisServer, free_port
+from helpers import RedisServer, free_port, wait_until
 
 
 def test_hierarchy() -> None:
@@ -22,12 +24,16 @@ def test_hierarchy() -> None:
         ferrolock.ConnectionError,
         ferrolock.WrongTypeError,
         ferrolock.InvalidArgumentError,
+        ferrolock.PermissionDeniedError,
     ):
         assert issubclass(cls, ferrolock.LockError)
+        assert getattr(ferrolock.aio, cls.__name__) is cls
+        assert cls.__name__ in ferrolock.__all__ and cls.__name__ in ferrolock.aio.__all__
     assert issubclass(ferrolock.NotOwnedError, RuntimeError)
     assert issubclass(ferrolock.LockTimeoutError, TimeoutError)
     assert issubclass(ferrolock.ConnectionError, builtins.ConnectionError)
     assert issubclass(ferrolock.InvalidArgumentError, ValueError)
+    assert issubclass(ferrolock.PermissionDeniedError, PermissionError)
     assert ferrolock.aio.LockError is ferrolock.LockError
 
 
@@ -136,3 +142,107 @@ def test_not_owned_and_closed_client(url: str, name: str) -> None:
         lock.acquire()
     with ferrolock.Client(url) as other:
         assert not other.lock(name).locked()
+
+
+@pytest.mark.parametrize("factor", [-0.01, 0.51, math.nan, math.inf])
+def test_drift_factor_out_of_range(url: str, factor: float) -> None:
+    with pytest.raises(ferrolock.InvalidArgumentError) as info:
+        ferrolock.Client(url, drift_factor=factor)
+    assert isinstance(info.value, ValueError)
+    assert "drift_factor" in str(info.value)
+
+    async def connect() -> None:
+        await ferrolock.aio.Client.connect(url, drift_factor=factor)
+
+    with pytest.raises(ferrolock.InvalidArgumentError):
+        asyncio.run(connect())
+
+
+@pytest.mark.parametrize("factor", [0.0, 0.01, 0.5])
+def test_drift_factor_in_range(url: str, name: str, factor: float) -> None:
+    with ferrolock.Client(url, drift_factor=factor) as client:
+        lock = client.lock(name)
+        with lock:
+            assert lock.owned()
+
+    async def main() -> None:
+        async with await ferrolock.aio.Client.connect(url, drift_factor=factor) as aclient:
+            async with aclient.lock(name) as alock:
+                assert await alock.owned()
+
+    asyncio.run(main())
+
+
+def test_drift_factor_reports_a_loss_before_redis_expires_the_lock(url: str, r: redis.Redis, name: str) -> None:
+    """With drift_factor 0.5, a 4 s lease counts as lost 2.002 s in, while Redis
+    still keeps the lock for about 2 s more."""
+    left: list[float | None] = []
+    lost = threading.Event()
+
+    def on_lost(lock: ferrolock.Lock) -> None:
+        left.append(lock.remaining_lease())
+        lost.set()
+
+    with ferrolock.Client(url, drift_factor=0.5) as client:
+        lock = client.lock(name, on_lost=on_lost)
+        assert lock.acquire(lease=4.0)
+        assert lost.wait(10)
+        assert lock.lost
+        with pytest.raises(ferrolock.LockLostError):
+            lock.release()
+    remaining = left[0]
+    assert remaining is not None and remaining > 1.0, remaining
+    wait_until(lambda: r.exists(name) == 0, timeout=10, what="Redis to expire the lock")
+
+
+# ACL users: a refused command is PermissionDeniedError naming the rule that would
+# allow it, whether Redis refuses it inside the lock script (HINCRBY) or outright
+# (EVALSHA), and nothing stays locked.
+
+
+@pytest.fixture(scope="module")
+def acl_server() -> Iterator[RedisServer]:
+    srv = RedisServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("api", ["sync", "asyncio"])
+@pytest.mark.parametrize("command", ["hincrby", "evalsha"])
+def test_permission_denied(acl_server: RedisServer, name: str, command: str, api: str) -> None:
+    user = f"no-{command}-{api}"
+    admin = acl_server.redis()
+    admin.acl_setuser(
+        user, enabled=True, reset=True, passwords=["+pw"], keys=["*"], channels=["*"], commands=["+@all", f"-{command}"]
+    )
+    url = f"redis://{user}:pw@127.0.0.1:{acl_server.port}/0"
+    error: BaseException
+    try:
+        if api == "sync":
+            with ferrolock.Client(url) as client:
+                lock = client.lock(name)
+                with pytest.raises(ferrolock.LockError) as info:
+                    lock.acquire(blocking=False)
+                error = info.value
+                assert client.held_count() == 0
+                with pytest.raises(ferrolock.PermissionDeniedError):
+                    with lock.hold(timeout=1.0):
+                        pass
+        else:
+
+            async def main() -> BaseException:
+                async with await ferrolock.aio.Client.connect(url) as aclient:
+                    with pytest.raises(ferrolock.aio.LockError) as info:
+                        await aclient.lock(name).acquire()
+                    assert aclient.held_count() == 0
+                    return info.value
+
+            error = asyncio.run(main())
+        assert admin.exists(name) == 0, "a refused acquire left the lock behind"
+    finally:
+        admin.close()
+    assert isinstance(error, ferrolock.PermissionDeniedError), repr(error)
+    assert isinstance(error, PermissionError)
+    assert isinstance(error, ferrolock.LockError)
+    assert f"+{command}" in str(error), str(error)
+    assert f'"{name}"' in str(error), str(error)

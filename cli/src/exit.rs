@@ -1,6 +1,7 @@
 //! The exit-code table. Codes follow flock(1) for conflicts, shells for commands
 //! that cannot run or die of a signal, and sysexits.h for the rest, so scripts can
-//! tell "someone else has it" (1) from "Redis is down" (69) from "we lost it" (75).
+//! tell "someone else has it" (1) from "Redis is down" (69) from "we lost it" (75)
+//! from "Redis refuses this user" (77) from "CMD ran, but the lock stays" (74).
 
 use ferrolock::{Error, ErrorKind};
 
@@ -14,8 +15,13 @@ pub const WRONG_TYPE: i32 = 65;
 pub const UNAVAILABLE: i32 = 69;
 /// A bug in ferrolock or a reply it does not understand (EX_SOFTWARE).
 pub const INTERNAL: i32 = 70;
+/// The release at the end failed (Redis down or refused it): CMD ran, but the lock
+/// may stay held until its lease ends (EX_IOERR).
+pub const NOT_RELEASED: i32 = 74;
 /// The lock was lost while CMD ran, or its release found it gone (EX_TEMPFAIL).
 pub const LOST: i32 = 75;
+/// A Redis ACL refused a command, key or channel the lock needs (EX_NOPERM).
+pub const NO_PERMISSION: i32 = 77;
 /// CMD exists but cannot be executed.
 pub const CANNOT_EXECUTE: i32 = 126;
 /// CMD was not found.
@@ -32,7 +38,10 @@ Exit status:
   65           the key at the lock name is not a lock (another type of Redis key)
   69           Redis unavailable: connection refused or timed out, bad credentials
   70           internal error (a ferrolock bug or an unexpected reply)
+  74           run: the lock could not be released at the end (Redis down or refused it);
+               it may stay held until its lease ends (CMD's exit status is on stderr)
   75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release
+  77           a Redis ACL refused a command, key or channel (NOPERM); stderr names the rule
   126          run: CMD found but not executable
   127          run: CMD not found
   128+N        CMD died of signal N, or ferrolock got signal N while waiting";
@@ -44,6 +53,7 @@ pub fn for_kind(kind: ErrorKind) -> i32 {
         ErrorKind::InvalidArgument => USAGE,
         ErrorKind::WrongType => WRONG_TYPE,
         ErrorKind::LockLost => LOST,
+        ErrorKind::PermissionDenied => NO_PERMISSION,
         ErrorKind::NotAcquired => CONFLICT,
         _ => INTERNAL,
     }

@@ -21,7 +21,9 @@
 //! | 65 | the key at the lock name is not a lock |
 //! | 69 | Redis unavailable: refused, timed out, bad credentials |
 //! | 70 | internal error |
+//! | 74 | `run`: the lock could not be released at the end (Redis down or refused it); it may stay held until its lease ends |
 //! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone |
+//! | 77 | a Redis ACL refused a command, key or channel (`NOPERM`); the message names the ACL rule to add |
 //! | 126 | `run`: CMD is not executable |
 //! | 127 | `run`: CMD not found |
 //! | 128+N | CMD died of signal N, or ferrolock got signal N while waiting (nothing is then held) |
@@ -85,6 +87,9 @@ to CMD (signals from the terminal reach CMD directly and are not sent twice). Th
 same signals received while still waiting stop the wait: exit 128+N, nothing held.
 If the lock is lost while CMD runs (expired, force-unlocked, Redis lost it), CMD
 gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
+If the lock cannot be released when CMD ends (Redis down or refusing, after a few
+seconds of retries), ferrolock says so on stderr with how long the lock may stay
+held (until its lease ends) and CMD's exit status, and exits 74.
 
 Examples:
   ferrolock run backup -- tar czf /srv/backup.tgz /srv/data

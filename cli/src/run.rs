@@ -53,19 +53,79 @@ async fn hold_and_run(client: &Client, plan: &Plan, signals: &mut Signals) -> i3
         Ok(guard) => guard,
         Err(code) => return code,
     };
+    let lease = LeaseBound::after_acquire(plan, client);
     // A signal that came while the acquisition completed was meant for the wait, not for CMD.
     if let Some(signal) = signals.try_recv() {
-        let _ = guard.release().await;
+        if let Err(code) = release(guard, &lease, "").await {
+            return code;
+        }
         return gave_up(signal, &plan.name);
     }
     let child = match child::spawn(&plan.command, guard.token()) {
         Ok(child) => child,
         Err(code) => {
-            let _ = guard.release().await;
-            return code;
+            // The command did not start: the release decides nothing but the lock's fate.
+            return match release(guard, &lease, "; the command did not start").await {
+                Err(not_released) => not_released,
+                Ok(_) => code,
+            };
         }
     };
-    supervise(child, guard, plan, signals).await
+    supervise(child, guard, plan, &lease, signals).await
+}
+
+/// How long the lock can outlive a failed release: its lease runs out at the latest
+/// `lease` after the acquisition (explicit lease) or after the last renewal, which
+/// is no later than now (watchdog lease; nothing renews it once ferrolock exits).
+struct LeaseBound {
+    fixed_until: Option<Instant>,
+    watchdog: Duration,
+}
+
+impl LeaseBound {
+    /// Taken right after the acquisition returned: Redis set the expiry before replying.
+    fn after_acquire(plan: &Plan, client: &Client) -> LeaseBound {
+        LeaseBound {
+            fixed_until: plan.acquire.lease.map(|lease| Instant::now() + lease),
+            watchdog: client.config().watchdog_timeout,
+        }
+    }
+
+    /// "at most 12.3 s from now (its --lease)", as of now.
+    fn describe(&self) -> String {
+        match self.fixed_until {
+            Some(until) => {
+                let left = until.saturating_duration_since(Instant::now());
+                format!("at most {:.1} s from now (its --lease)", left.as_secs_f64())
+            }
+            None => format!(
+                "at most {:.1} s after ferrolock exits (its watchdog lease, no longer renewed then)",
+                self.watchdog.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// Releases the lock ferrolock holds: `Ok(None)` when released, `Ok(Some(LockLost))`
+/// when the hold turned out lost (it is over anyway; the caller decides what that
+/// means). Any other failure leaves the lock held until its lease ends: that is said
+/// on stderr (followed by `what_else`) and is `Err(NOT_RELEASED)`.
+async fn release(guard: Guard, lease: &LeaseBound, what_else: &str) -> Result<Option<ferrolock::Error>, i32> {
+    let name = guard.lock().name().to_string();
+    match guard.release().await {
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == ErrorKind::LockLost => Ok(Some(e)),
+        Err(e) => {
+            // Waiters elsewhere sit idle until the lease ends: a script must not take
+            // this for a clean run.
+            exit::say(&format!("could not release lock \"{name}\": {}", e.message()));
+            exit::say(&format!(
+                "lock \"{name}\" may stay held until its lease ends, {}{what_else}",
+                lease.describe()
+            ));
+            Err(exit::NOT_RELEASED)
+        }
+    }
 }
 
 /// Waits for the lock, with the spinner on a terminal. `Err` carries the exit code.
@@ -121,7 +181,13 @@ fn gave_up(signal: Signal, name: &OsString) -> i32 {
 
 /// Runs CMD to its end under the lock: forwards signals, stops CMD if the lock is
 /// lost, then releases.
-async fn supervise(mut child: tokio::process::Child, guard: Guard, plan: &Plan, signals: &mut Signals) -> i32 {
+async fn supervise(
+    mut child: tokio::process::Child,
+    guard: Guard,
+    plan: &Plan,
+    lease: &LeaseBound,
+    signals: &mut Signals,
+) -> i32 {
     let pid = child.id().unwrap_or_default();
     let mut lost = false;
     let mut kill_at: Option<Instant> = None;
@@ -159,18 +225,16 @@ async fn supervise(mut child: tokio::process::Child, guard: Guard, plan: &Plan, 
             exit::INTERNAL
         }
     };
-    let released = guard.release().await;
     if lost {
+        // Already reported; the release only cleans up what may be left.
+        let _ = guard.release().await;
         return exit::LOST;
     }
-    match released {
-        Ok(_) => code,
-        Err(e) if e.kind() == ErrorKind::LockLost => exit::fail(&e),
-        Err(e) => {
-            // CMD is done and its status is the more useful answer; the lock ends with its lease.
-            exit::say(&format!("{}; the lock expires when its lease runs out", e.message()));
-            code
-        }
+    // CMD is done; if the lock outlives us, that decides the exit status (CMD's is said).
+    match release(guard, lease, &format!("; the command's own exit status was {code}")).await {
+        Ok(None) => code,
+        Ok(Some(lost)) => exit::fail(&lost),
+        Err(not_released) => not_released,
     }
 }
 

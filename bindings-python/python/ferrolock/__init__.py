@@ -22,8 +22,15 @@ Quick start::
             finally:
                 lock.release()
 
-Log records go to the ``logging`` logger ``"ferrolock"`` (lost locks are
-reported there as warnings).
+A hold ends only when it is released (``release()`` or leaving a ``with``
+block), when its explicit lease ends, or when the client is closed (or dropped
+entirely, or the process exits): never because a lock object is
+garbage-collected or because the thread that holds it ends. The client keeps
+the lock objects that hold alive, so ``if client.lock("nightly").acquire(blocking=False): ...``
+keeps the lock until :meth:`Client.close`, and their ``on_lost`` still fires.
+
+Log records go to the ``logging`` logger ``"ferrolock"`` (lost locks, and
+threads or tasks that end while holding, are reported there as warnings).
 """
 
 from __future__ import annotations
@@ -31,11 +38,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from . import _native
 from ._errors import (
@@ -45,6 +54,7 @@ from ._errors import (
     LockLostError,
     LockTimeoutError,
     NotOwnedError,
+    PermissionDeniedError,
     WrongTypeError,
 )
 
@@ -61,6 +71,7 @@ __all__ = [
     "ConnectionError",
     "WrongTypeError",
     "InvalidArgumentError",
+    "PermissionDeniedError",
     "OnLost",
     "logger",
 ]
@@ -73,15 +84,6 @@ logger = logging.getLogger("ferrolock")
 # Background threads may still be handing a result or a callback to Python when
 # the program ends; let them leave the interpreter before it finalizes.
 atexit.register(_native.quiesce, 2.0)
-
-
-class _Notifiable(Protocol):
-    """What the lost-lock dispatcher needs from a lock object (sync or asyncio)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def _notify_lost(self) -> None: ...
 
 
 OnLost = Callable[["Lock"], object]
@@ -99,11 +101,12 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-def _lost_dispatcher(ref: weakref.ReferenceType[_Notifiable]) -> Callable[[str], None]:
-    """The native on-lost hook: logs the loss and calls the lock's ``on_lost``.
+def _lost_dispatcher(ref: weakref.ReferenceType[_PerCallerHolders]) -> Callable[[str], None]:
+    """The native on-lost hook: logs the loss, lets the client forget the lost
+    hold (:class:`_HeldLocks`) and calls the lock's ``on_lost``.
 
     Holds the lock object only weakly, so a lock object is not kept alive by its
-    own holders.
+    own holders (while it holds, its client keeps it alive).
     """
 
     def dispatch(message: str) -> None:
@@ -112,11 +115,100 @@ def _lost_dispatcher(ref: weakref.ReferenceType[_Notifiable]) -> Callable[[str],
         if lock is None:
             return
         try:
+            lock._settle()
             lock._notify_lost()
         except Exception:
             logger.exception("the on_lost callback of lock %r raised", lock.name)
 
     return dispatch
+
+
+class _HeldLocks:
+    """The lock objects of one client that hold, each with its holding native
+    holders (one per thread or task, or the shared one of ``holder_id``).
+
+    The client keeps these objects alive while they hold, so that a hold never
+    ends, nor loses its ``on_lost`` callback, because its lock object was
+    garbage-collected or its thread or task ended (the core keeps the hold
+    itself). :meth:`track` runs after every acquire and release, :meth:`settle`
+    after a loss, :meth:`clear` when the client closes; the hold count is read
+    under the mutex, so the last call after a change of a holder's count decides.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._locks: dict[_PerCallerHolders, set[_native.Holder]] = {}
+
+    def track(self, lock: _PerCallerHolders, holder: _native.Holder) -> None:
+        """Keeps ``lock`` while ``holder`` holds; forgets it when no holder of it does."""
+        with self._mutex:
+            holders = self._locks.get(lock)
+            if holder.local_hold_count() > 0:
+                if holders is None:
+                    self._locks[lock] = {holder}
+                else:
+                    holders.add(holder)
+            elif holders is not None:
+                holders.discard(holder)
+                self._forget_released(lock, holders)
+
+    def settle(self, lock: _PerCallerHolders) -> None:
+        """Forgets the holders of ``lock`` that hold no more (after a loss)."""
+        with self._mutex:
+            holders = self._locks.get(lock)
+            if holders is not None:
+                self._forget_released(lock, holders)
+
+    def _forget_released(self, lock: _PerCallerHolders, holders: set[_native.Holder]) -> None:
+        for holder in [h for h in holders if h.local_hold_count() == 0]:
+            holders.discard(holder)
+        if not holders:
+            del self._locks[lock]
+
+    def clear(self) -> None:
+        """Forgets everything (the client closed: the core released or dropped every hold)."""
+        with self._mutex:
+            self._locks.clear()
+
+
+def _caller_ended(
+    kind: str, caller: str, ref: weakref.ReferenceType[_PerCallerHolders], holder: _native.Holder, pid: int
+) -> None:
+    """A thread or task that used ``holder`` ended: warn if it still holds (the
+    hold stays, kept by the client). Not when the lock object itself is being
+    collected (with its client), in a forked child, or at interpreter exit."""
+    if pid != os.getpid() or sys.is_finalizing():
+        return
+    lock = ref()
+    if lock is None:
+        return
+    count = holder.local_hold_count()
+    if count > 0:
+        logger.warning(
+            '%s "%s" ended while holding lock "%s" (owner %s, %d level(s)); '
+            "the hold stays until the client is closed or its lease ends",
+            kind,
+            caller,
+            lock.name,
+            holder.owner,
+            count,
+        )
+
+
+class _ThreadSlot:
+    """A thread's holder in a :class:`Lock`'s ``threading.local``. Its
+    finalisation, when the thread ends, reports a hold the thread left behind."""
+
+    __slots__ = ("holder", "_lock", "_thread", "_pid")
+
+    def __init__(self, holder: _native.Holder, lock: weakref.ReferenceType[_PerCallerHolders]) -> None:
+        self.holder = holder
+        self._lock = lock
+        self._thread = threading.current_thread().name
+        self._pid = os.getpid()
+
+    def __del__(self) -> None:
+        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
 
 
 class Client:
@@ -126,11 +218,16 @@ class Client:
     TLS). Connecting checks that the server answers, so a wrong address or
     password raises :class:`ConnectionError` here. Durations are in seconds:
     ``watchdog_timeout`` is the lease of locks taken without an explicit lease
-    (renewed every third of it while held).
+    (renewed every third of it while held). ``drift_factor`` (0 to 0.5, default
+    0.01) allows for clock drift: a holder counts its hold as lost
+    ``lease * drift_factor + 2 ms`` before Redis would expire it; out of range
+    raises :class:`InvalidArgumentError`.
 
-    Use it as a context manager, or call :meth:`close` when done. A client made
-    before ``os.fork()`` raises :class:`InvalidArgumentError` in the child: make
-    a new client there.
+    Use it as a context manager, or call :meth:`close` when done: the client
+    keeps every hold that is not released (even of a garbage-collected lock
+    object or of a thread that ended) until then. A client made before
+    ``os.fork()`` raises :class:`InvalidArgumentError` in the child: make a new
+    client there.
     """
 
     def __init__(
@@ -141,10 +238,12 @@ class Client:
         response_timeout: float = 2.0,
         connect_timeout: float = 2.0,
         retry_window: float = 5.0,
+        drift_factor: float = 0.01,
     ) -> None:
         self._native = _native.Client.connect(
-            url, watchdog_timeout, response_timeout, connect_timeout, retry_window
+            url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor=drift_factor
         )
+        self._held = _HeldLocks()
         logger.debug("ferrolock client %s connected", self._native.id)
 
     @property
@@ -180,9 +279,13 @@ class Client:
         return self._native.held_count()
 
     def close(self) -> None:
-        """Releases every lock this client still holds, stops the watchdog and
-        closes the connections. Later calls raise :class:`LockError`."""
-        self._native.close()
+        """Releases every lock this client still holds (including holds left by
+        ended threads and dropped lock objects), stops the watchdog and closes the
+        connections. Later calls raise :class:`LockError`."""
+        try:
+            self._native.close()
+        finally:
+            self._held.clear()
         logger.debug("ferrolock client %s closed", self._native.id)
 
     def __enter__(self) -> Self:
@@ -204,12 +307,18 @@ class _PerCallerHolders:
     """Holder identity shared by :class:`Lock` and :class:`ferrolock.aio.Lock`:
     one native holder per caller (thread or task), created on first use, or one
     shared holder for every caller when an explicit ``holder_id`` is given.
-    Subclasses say how a caller finds its holder (``_lookup``/``_remember``)."""
+    Subclasses say how a caller finds its holder (``_lookup``/``_remember``), and
+    call :meth:`_track` after every acquire and release, so that the client keeps
+    this object alive exactly while one of its holders holds."""
 
-    def __init__(self, native: _native.Client, name: str, fenced: bool, holder_id: int | None) -> None:
+    def __init__(
+        self, native: _native.Client, held: _HeldLocks, name: str, fenced: bool, holder_id: int | None
+    ) -> None:
         self._native_client = native
+        self._held = held
         self._fenced = fenced
-        self._dispatch = _lost_dispatcher(weakref.ref(self))
+        self._ref: weakref.ReferenceType[_PerCallerHolders] = weakref.ref(self)
+        self._dispatch = _lost_dispatcher(self._ref)
         # Validates the name now; answers questions about the lock as a whole.
         self._probe = native.holder(name, fenced, holder_id)
         self._shared: _native.Holder | None = None
@@ -219,6 +328,15 @@ class _PerCallerHolders:
 
     def _notify_lost(self) -> None:
         raise NotImplementedError
+
+    def _track(self, holder: _native.Holder) -> None:
+        """After an acquire or release through ``holder``: the client keeps this
+        object alive while ``holder`` holds."""
+        self._held.track(self, holder)
+
+    def _settle(self) -> None:
+        """After a loss: the client forgets the holders of this object that hold no more."""
+        self._held.settle(self)
 
     def _lookup(self, strict: bool) -> _native.Holder | None:
         """The caller's holder, if any; ``strict`` raises when there is no caller identity."""
@@ -262,6 +380,11 @@ class Lock(_PerCallerHolders):
     must release as often; other threads, and other lock objects for the same
     name (even in the same thread), exclude it. Made by :meth:`Client.lock` and
     :meth:`Client.fenced_lock`.
+
+    A hold ends only by :meth:`release` (or leaving ``with``), the end of an
+    explicit lease, or :meth:`Client.close`: dropping this object, or the end of
+    the thread that holds, keeps the hold (the client keeps this object alive;
+    a thread that ends while holding is logged as a warning).
     """
 
     def __init__(
@@ -276,18 +399,18 @@ class Lock(_PerCallerHolders):
         self._client = client
         self._on_lost = on_lost
         self._local = threading.local()
-        super().__init__(client._native, name, fenced, holder_id)
+        super().__init__(client._native, client._held, name, fenced, holder_id)
 
     def _notify_lost(self) -> None:
         if self._on_lost is not None:
             self._on_lost(self)
 
     def _lookup(self, strict: bool) -> _native.Holder | None:
-        holder: _native.Holder | None = getattr(self._local, "holder", None)
-        return holder
+        slot: _ThreadSlot | None = getattr(self._local, "slot", None)
+        return None if slot is None else slot.holder
 
     def _remember(self, holder: _native.Holder) -> None:
-        self._local.holder = holder
+        self._local.slot = _ThreadSlot(holder, self._ref)
 
     @property
     def client(self) -> Client:
@@ -304,7 +427,11 @@ class Lock(_PerCallerHolders):
         wait (leaving nothing held).
         """
         wait = _wait_seconds(blocking, timeout)
-        return self._holder().acquire(wait, lease)
+        holder = self._holder()
+        try:
+            return holder.acquire(wait, lease)
+        finally:
+            self._track(holder)
 
     def release(self) -> None:
         """Releases one level of the calling thread's hold.
@@ -312,7 +439,11 @@ class Lock(_PerCallerHolders):
         Raises :class:`NotOwnedError` if this thread does not hold the lock through
         this object, and :class:`LockLostError` if its hold was lost meanwhile.
         """
-        self._holder().release()
+        holder = self._holder()
+        try:
+            holder.release()
+        finally:
+            self._track(holder)
 
     @contextlib.contextmanager
     def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Lock]:

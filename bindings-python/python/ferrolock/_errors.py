@@ -12,6 +12,7 @@ __all__ = [
     "ConnectionError",
     "WrongTypeError",
     "InvalidArgumentError",
+    "PermissionDeniedError",
 ]
 
 
@@ -35,7 +36,8 @@ class LockTimeoutError(LockError, TimeoutError):
 
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the name is part of the API
     """Redis could not be reached or refused us: I/O error, refused connection,
-    timeout, or failed authentication."""
+    timeout, or failed authentication (an ACL refusing a command is
+    :class:`PermissionDeniedError`)."""
 
 
 class WrongTypeError(LockError):
@@ -43,9 +45,24 @@ class WrongTypeError(LockError):
 
 
 class InvalidArgumentError(LockError, ValueError):
-    """Bad input: empty or oversized name, negative or absurd duration, bad URL."""
+    """Bad input: empty or oversized name, negative or absurd duration, bad URL,
+    a setting out of range (``drift_factor`` outside 0 to 0.5)."""
 
 
-for _cls in (LockError, NotOwnedError, LockLostError, LockTimeoutError, ConnectionError, WrongTypeError, InvalidArgumentError):
+class PermissionDeniedError(LockError, PermissionError):
+    """A Redis ACL refused a command, key or channel (``NOPERM``). The message names
+    what was refused and the ACL rule that would allow it (e.g. ``+hincrby``)."""
+
+
+for _cls in (
+    LockError,
+    NotOwnedError,
+    LockLostError,
+    LockTimeoutError,
+    ConnectionError,
+    WrongTypeError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+):
     _cls.__module__ = "ferrolock"  # shown as ferrolock.NotOwnedError in tracebacks
 del _cls

@@ -17,6 +17,7 @@ class Client:
         response_timeout: float | None = None,
         connect_timeout: float | None = None,
         retry_window: float | None = None,
+        drift_factor: float | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -25,6 +26,7 @@ class Client:
         response_timeout: float | None = None,
         connect_timeout: float | None = None,
         retry_window: float | None = None,
+        drift_factor: float | None = None,
     ) -> asyncio.Future[Client]: ...
     @property
     def id(self) -> str: ...

@@ -3,7 +3,10 @@
 The holder is (lock object, asyncio task): a task may re-enter and must release
 as often; other tasks and other lock objects for the same name exclude it.
 Cancelling a task that awaits :meth:`Lock.acquire` leaves nothing held and no
-subscription behind.
+subscription behind. As in :mod:`ferrolock`, a hold ends only by a release (or
+leaving ``async with``), the end of an explicit lease, or the client's
+:meth:`Client.close`: a task that ends while holding keeps the hold (logged as a
+warning), and a lock object that holds is kept alive by its client.
 
 Quick start::
 
@@ -22,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _native, _PerCallerHolders, _wait_seconds, logger
+from . import _caller_ended, _HeldLocks, _native, _PerCallerHolders, _wait_seconds, logger
 from ._errors import (
     ConnectionError,
     InvalidArgumentError,
@@ -35,6 +39,7 @@ from ._errors import (
     LockLostError,
     LockTimeoutError,
     NotOwnedError,
+    PermissionDeniedError,
     WrongTypeError,
 )
 
@@ -52,6 +57,7 @@ __all__ = [
     "ConnectionError",
     "WrongTypeError",
     "InvalidArgumentError",
+    "PermissionDeniedError",
 ]
 
 OnLost = Callable[["Lock"], object]
@@ -66,6 +72,7 @@ class Client:
     def __init__(self, native: _native.Client) -> None:
         """Wraps a connected native client; use :meth:`connect` instead."""
         self._native = native
+        self._held = _HeldLocks()
 
     @classmethod
     async def connect(
@@ -76,10 +83,13 @@ class Client:
         response_timeout: float = 2.0,
         connect_timeout: float = 2.0,
         retry_window: float = 5.0,
+        drift_factor: float = 0.01,
     ) -> Client:
-        """Connects and checks that the server answers (see :class:`ferrolock.Client`)."""
+        """Connects and checks that the server answers (see :class:`ferrolock.Client`
+        for the settings; ``drift_factor`` out of 0 to 0.5 raises
+        :class:`InvalidArgumentError`)."""
         native = await _native.Client.connect_async(
-            url, watchdog_timeout, response_timeout, connect_timeout, retry_window
+            url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor=drift_factor
         )
         logger.debug("ferrolock client %s connected (asyncio)", native.id)
         return cls(native)
@@ -115,8 +125,12 @@ class Client:
         return self._native.held_count()
 
     async def close(self) -> None:
-        """Releases every lock this client still holds and closes the connections."""
-        await self._native.close_async()
+        """Releases every lock this client still holds (including holds left by
+        ended tasks and dropped lock objects) and closes the connections."""
+        try:
+            await self._native.close_async()
+        finally:
+            self._held.clear()
         logger.debug("ferrolock client %s closed (asyncio)", self._native.id)
 
     async def __aenter__(self) -> Self:
@@ -134,6 +148,18 @@ class Client:
         return f"<ferrolock.aio.Client id={self.id}>"
 
 
+class _TaskSlot:
+    """A task's holder of one :class:`Lock`, and the done-callback that reports the
+    task's end while it holds through it (registered only while it holds, so a
+    long-lived task using many lock objects does not pile callbacks up)."""
+
+    __slots__ = ("holder", "watch")
+
+    def __init__(self, holder: _native.Holder) -> None:
+        self.holder = holder
+        self.watch: Callable[[asyncio.Task[object]], object] | None = None
+
+
 def _current_task() -> asyncio.Task[object]:
     task = asyncio.current_task()
     if task is None:
@@ -143,7 +169,12 @@ def _current_task() -> asyncio.Task[object]:
 
 class Lock(_PerCallerHolders):
     """A distributed re-entrant lock for asyncio; the holder is (this object, the
-    current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`."""
+    current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`.
+
+    A hold ends only by :meth:`release` (or leaving ``async with``), the end of
+    an explicit lease, or :meth:`Client.close`: dropping this object, or the end
+    of the task that holds, keeps the hold (the client keeps this object alive;
+    a task that ends while holding is logged as a warning)."""
 
     def __init__(
         self,
@@ -156,8 +187,8 @@ class Lock(_PerCallerHolders):
     ) -> None:
         self._client = client
         self._on_lost = on_lost
-        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _native.Holder] = weakref.WeakKeyDictionary()
-        super().__init__(client._native, name, fenced, holder_id)
+        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
+        super().__init__(client._native, client._held, name, fenced, holder_id)
 
     def _notify_lost(self) -> None:
         if self._on_lost is not None:
@@ -165,10 +196,32 @@ class Lock(_PerCallerHolders):
 
     def _lookup(self, strict: bool) -> _native.Holder | None:
         task = _current_task() if strict else asyncio.current_task()
-        return None if task is None else self._holders.get(task)
+        slot = None if task is None else self._holders.get(task)
+        return None if slot is None else slot.holder
 
     def _remember(self, holder: _native.Holder) -> None:
-        self._holders[_current_task()] = holder
+        self._holders[_current_task()] = _TaskSlot(holder)
+
+    def _watch_task(self) -> None:
+        """After an acquire or release in the current task: while the task holds
+        through this object, its end is reported (the hold stays)."""
+        task = asyncio.current_task()
+        slot = None if task is None else self._holders.get(task)
+        if task is None or slot is None:
+            return  # a shared holder (holder_id) belongs to no task
+        holder = slot.holder
+        holds = holder.local_hold_count() > 0
+        if holds and slot.watch is None:
+            ref, pid = self._ref, os.getpid()
+
+            def ended(t: asyncio.Task[object]) -> None:
+                _caller_ended("task", t.get_name(), ref, holder, pid)
+
+            slot.watch = ended
+            task.add_done_callback(ended)
+        elif not holds and slot.watch is not None:
+            task.remove_done_callback(slot.watch)
+            slot.watch = None
 
     @property
     def client(self) -> Client:
@@ -185,21 +238,35 @@ class Lock(_PerCallerHolders):
         holder = self._holder()
         future = holder.acquire_async(wait, lease)
         try:
-            return await future
+            acquired = await future
         except asyncio.CancelledError:
             # The task may be cancelled after the acquisition completed but before
-            # it saw the result: give that acquisition back before leaving.
+            # it saw the result: give that acquisition back before leaving. (A
+            # cancelled `future` gives it back by itself: nothing to track.)
             if future.done() and not future.cancelled() and future.exception() is None and future.result():
                 try:
-                    await asyncio.shield(holder.release_async())
+                    await self._release(holder)
                 except LockError:
                     logger.exception("releasing lock %r after a cancelled acquire failed", self.name)
             raise
+        self._track(holder)
+        self._watch_task()
+        return acquired
+
+    def _release(self, holder: _native.Holder) -> asyncio.Future[bool]:
+        """Releases one level; the release runs to its end even if the awaiting
+        task is cancelled (as the core's release does), and is tracked when it ends."""
+        release = holder.release_async()
+        release.add_done_callback(lambda _f: self._track(holder))
+        return asyncio.shield(release)
 
     async def release(self) -> None:
         """Releases one level of the current task's hold. :class:`NotOwnedError` if
         it does not hold the lock, :class:`LockLostError` if the hold was lost."""
-        await self._holder().release_async()
+        try:
+            await self._release(self._holder())
+        finally:
+            self._watch_task()
 
     @contextlib.asynccontextmanager
     async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Lock]:
