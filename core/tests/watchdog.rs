@@ -149,3 +149,23 @@ async fn a_killed_holder_is_succeeded_within_its_lease() {
     lock.release().await.unwrap();
     client.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_go_at_most_a_hundred_holds_per_script_call() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 30_000).await;
+    let mut locks = Vec::new();
+    for i in 0..250 {
+        let lock = client.lock(format!("many:{i}")).unwrap();
+        lock.acquire().await.unwrap().into_hold();
+        locks.push(lock);
+    }
+    let calls = script_calls(&mut raw).await;
+    let report = client.renew_held_locks().await.unwrap();
+    assert_eq!((report.renewed, report.lost, report.failed), (250, 0, 0));
+    assert_eq!(report.script_calls, 3, "250 holds in batches of at most 100");
+    assert_eq!(script_calls(&mut raw).await - calls, 3);
+    client.shutdown().await.unwrap();
+    assert!(keys(&mut raw).await.is_empty(), "shutdown released all 250");
+}
