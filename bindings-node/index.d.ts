@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 // `Symbol.asyncDispose` is typed by @types/node; at run time ferrolock defines it
 // on Node versions that lack it (Node 20), as Symbol.for('Symbol.asyncDispose').
 
-/** Settings of a client, in milliseconds. */
+/** Settings of a client: durations in milliseconds, and the drift factor. */
 export interface ConnectOptions {
   /** Lease of locks taken without `leaseMs`; renewed every third of it. Default 30000. */
   watchdogTimeoutMs?: number;
@@ -16,6 +16,12 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
   /** How long a release with a lost reply is retried. Default 5000. */
   retryWindowMs?: number;
+  /**
+   * Clock drift allowance, as a fraction of the lease (0 to 0.5; else the connect
+   * rejects with `InvalidArgumentError`). A holder counts its hold as lost
+   * `lease x driftFactor + 2 ms` before Redis would expire it. Default 0.01.
+   */
+  driftFactor?: number;
 }
 
 export interface LockOptions {
@@ -55,6 +61,7 @@ export type ErrorCode =
   | 'ERR_CONNECTION'
   | 'ERR_WRONG_TYPE'
   | 'ERR_INVALID_ARGUMENT'
+  | 'ERR_PERMISSION'
   | 'ERR_CANCELLED'
   | 'ERR_INTERNAL';
 
@@ -93,6 +100,14 @@ export class InvalidArgumentError extends FerrolockError {
   readonly code: 'ERR_INVALID_ARGUMENT';
   constructor(message: string, options?: ErrorOptions);
 }
+/**
+ * A Redis ACL refused a command, key or channel (`NOPERM`). The message names what
+ * was refused and the ACL rule that would allow it (e.g. `+hincrby`).
+ */
+export class PermissionDeniedError extends FerrolockError {
+  readonly code: 'ERR_PERMISSION';
+  constructor(message: string, options?: ErrorOptions);
+}
 /** A wait was aborted (AbortSignal, or the client was closed). `name === 'AbortError'`. */
 export class CancelledError extends FerrolockError {
   readonly code: 'ERR_CANCELLED';
@@ -126,7 +141,12 @@ export class Hold {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** A handle on one lock name. The handle is the holder: it may re-enter, and must release as often. */
+/**
+ * A handle on one lock name. The handle is the holder: it may re-enter, and must release as often.
+ * While it holds, its client keeps it reachable: a hold ends only by a release, `using()` /
+ * `await using` scope end, `client.close()`, process exit, or the end of an explicit lease,
+ * never by garbage collection.
+ */
 export class Lock extends EventEmitter {
   /** 'lost': a hold of this handle was lost (expired, force-unlocked, failover). */
   on(event: 'lost', listener: (err: LockLostError) => void): this;
@@ -183,7 +203,7 @@ export class Client {
   subscribedChannels(): number;
   /** Locks this client holds right now. */
   heldCount(): number;
-  /** Releases what it holds, stops its waits, closes its connections. */
+  /** Releases what it holds, stops its waits, closes its connections. The way to end holds nobody references any more. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

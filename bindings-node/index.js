@@ -2,7 +2,8 @@
 // ferrolock for Node.js: a thin layer over the native addon (ferrolock.node).
 // It turns native error codes into FerrolockError subclasses, wires AbortSignal
 // into a native cancel handle, turns lost-hold notifications into 'lost' events
-// and aborted signals, and adds Symbol.asyncDispose. The lock logic is in Rust.
+// and aborted signals, keeps lock objects that hold reachable from their client,
+// and adds Symbol.asyncDispose. The lock logic is in Rust.
 
 const { EventEmitter } = require('node:events');
 const path = require('node:path');
@@ -59,6 +60,7 @@ const LockLostError = defineError('LockLostError', 'ERR_LOCK_LOST');
 const ConnectionError = defineError('ConnectionError', 'ERR_CONNECTION');
 const WrongTypeError = defineError('WrongTypeError', 'ERR_WRONG_TYPE');
 const InvalidArgumentError = defineError('InvalidArgumentError', 'ERR_INVALID_ARGUMENT');
+const PermissionDeniedError = defineError('PermissionDeniedError', 'ERR_PERMISSION');
 const CancelledError = defineError('CancelledError', 'ERR_CANCELLED', 'AbortError');
 const InternalError = defineError('InternalError', 'ERR_INTERNAL');
 
@@ -70,6 +72,7 @@ const byCode = {
   ERR_CONNECTION: ConnectionError,
   ERR_WRONG_TYPE: WrongTypeError,
   ERR_INVALID_ARGUMENT: InvalidArgumentError,
+  ERR_PERMISSION: PermissionDeniedError,
   ERR_CANCELLED: CancelledError,
   ERR_INTERNAL: InternalError,
 };
@@ -117,6 +120,12 @@ function ms(value, what) {
   return value;
 }
 
+function fraction(value, what) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number') throw new InvalidArgumentError(`${what} must be a number, not ${typeof value}`);
+  return value;
+}
+
 function checkSignal(signal) {
   if (signal === undefined || signal === null) return undefined;
   if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
@@ -161,6 +170,48 @@ function unwatchSignal(signal, id) {
   if (entry.ids.size === 0) {
     signalWaits.delete(signal);
     signal.removeEventListener('abort', entry.onAbort);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// lock objects that hold
+
+const kNative = Symbol('native');
+
+/**
+ * The lock objects of one client that hold right now. The client keeps them
+ * reachable: a hold never ends because its lock object was garbage-collected
+ * (core keeps the hold itself anyway), and its 'lost' event still has a listener
+ * to reach. A lock leaves when its hold ends (released, lost, client closed), and
+ * is then collectable again.
+ */
+class HeldLocks {
+  #locks = new Set();
+  #sweepAt = 64;
+
+  /** After an acquire, release or loss of `lock`: keeps it while core says it holds. */
+  update(lock) {
+    if (lock[kNative].localHoldCount > 0) {
+      if (this.#locks.has(lock)) return;
+      this.#locks.add(lock);
+      if (this.#locks.size >= this.#sweepAt) this.#sweep();
+    } else {
+      this.#locks.delete(lock);
+    }
+  }
+
+  // Lock objects on one holder (the same holderId) share its hold: a release
+  // through one ends the others' too, without telling them. Amortized O(1) per add.
+  #sweep() {
+    for (const lock of this.#locks) {
+      if (lock[kNative].localHoldCount === 0) this.#locks.delete(lock);
+    }
+    this.#sweepAt = Math.max(64, 2 * this.#locks.size);
+  }
+
+  clear() {
+    this.#locks.clear();
+    this.#sweepAt = 64;
   }
 }
 
@@ -216,15 +267,17 @@ class Hold {
 }
 
 const lostEvent = Symbol('lostEvent');
-const kNative = Symbol('native');
 
 class Lock extends EventEmitter {
   #native;
+  #held; // the client's HeldLocks
   #state; // { seq, controller } of the current (or latest, or next) hold
+  #early = null; // { seq, message }: a loss told before the acquire that made that hold returned
 
-  constructor(nativeLock) {
+  constructor(nativeLock, held) {
     super();
     this.#native = nativeLock;
+    this.#held = held;
     this.#state = { seq: null, controller: new AbortController() };
   }
 
@@ -268,12 +321,27 @@ class Lock extends EventEmitter {
       if (this.#state.seq !== null) this.#state = { seq: info.seq, controller: new AbortController() };
       else this.#state.seq = info.seq;
     }
-    return new Hold(this, info, this.#state);
+    const hold = new Hold(this, info, this.#state);
+    if (this.#early !== null && this.#early.seq === info.seq) {
+      // Lost right after it was taken: the notification overtook the acquire's reply.
+      const { message } = this.#early;
+      this.#early = null;
+      this.#lost(message);
+    }
+    return hold;
   }
 
   [lostEvent](seq, message) {
-    if (seq !== this.#state.seq) return; // a hold that is already over
+    if (seq === this.#state.seq) this.#lost(message);
+    else if (this.#native.localHoldCount === 0) this.#early = { seq, message }; // maybe a hold whose acquire is still to return
+    this.#held.update(this);
+  }
+
+  #lost(message) {
     const err = new LockLostError(message);
+    // Format the stack now: until then V8 keeps the frames' receivers (this lock),
+    // and a kept error (a signal's reason) would keep a lost lock object alive.
+    void err.stack;
     if (!this.#state.controller.signal.aborted) {
       this.#state.controller.abort(err);
       this.emit('lost', err);
@@ -292,6 +360,7 @@ class Lock extends EventEmitter {
       throw err;
     } finally {
       if (signal) unwatchSignal(signal, cancelId);
+      this.#held.update(this);
     }
   }
 
@@ -319,12 +388,20 @@ class Lock extends EventEmitter {
 
   /** Releases one level. Rejects with ERR_NOT_OWNER if this handle does not hold it. */
   async release() {
-    await call(() => this.#native.release());
+    try {
+      await call(() => this.#native.release());
+    } finally {
+      this.#held.update(this);
+    }
   }
 
   /** Releases every level of this handle's hold. */
   async releaseAll() {
-    await call(() => this.#native.releaseAll());
+    try {
+      await call(() => this.#native.releaseAll());
+    } finally {
+      this.#held.update(this);
+    }
   }
 
   /** True if anyone holds the lock. */
@@ -380,8 +457,9 @@ class Lock extends EventEmitter {
 
 class Client {
   #native;
-  #locks = new Map(); // native lock id -> WeakRef<Lock>
+  #locks = new Map(); // native lock id -> WeakRef<Lock>, for 'lost' events
   #registry = new FinalizationRegistry((id) => this.#locks.delete(id));
+  #held = new HeldLocks(); // the locks that hold: kept reachable until their hold ends
 
   constructor(nativeClient) {
     if (!nativeClient || typeof nativeClient.lock !== 'function') {
@@ -396,7 +474,8 @@ class Client {
 
   /**
    * Connects to Redis: `redis://[user:password@]host[:port][/db]` or `rediss://...`.
-   * Options (ms): watchdogTimeoutMs (default 30000), responseTimeoutMs, connectTimeoutMs, retryWindowMs.
+   * Options (ms): watchdogTimeoutMs (default 30000), responseTimeoutMs, connectTimeoutMs, retryWindowMs;
+   * driftFactor (fraction of the lease, 0..0.5, default 0.01).
    */
   static async connect(url, options) {
     if (typeof url !== 'string') throw new InvalidArgumentError('the Redis URL must be a string');
@@ -406,6 +485,7 @@ class Client {
       responseTimeoutMs: ms(o.responseTimeoutMs, 'responseTimeoutMs'),
       connectTimeoutMs: ms(o.connectTimeoutMs, 'connectTimeoutMs'),
       retryWindowMs: ms(o.retryWindowMs, 'retryWindowMs'),
+      driftFactor: fraction(o.driftFactor, 'driftFactor'),
     };
     return new Client(await call(() => native.connect(url, nativeOptions)));
   }
@@ -437,7 +517,7 @@ class Client {
     }
     const raw = typeof name === 'string' ? name : Buffer.from(name.buffer, name.byteOffset, name.byteLength);
     const nativeLock = callSync(() => this.#native.lock(raw, fenced, holderId, o.owner ?? undefined));
-    const lock = new Lock(nativeLock);
+    const lock = new Lock(nativeLock, this.#held);
     this.#locks.set(nativeLock.id, new WeakRef(lock));
     this.#registry.register(lock, nativeLock.id);
     return lock;
@@ -465,7 +545,11 @@ class Client {
 
   /** Releases every lock this client holds, stops its waits, closes its connections. */
   async close() {
-    await call(() => this.#native.close());
+    try {
+      await call(() => this.#native.close());
+    } finally {
+      this.#held.clear();
+    }
   }
 
   async [asyncDispose]() {
@@ -484,6 +568,7 @@ module.exports = {
   ConnectionError,
   WrongTypeError,
   InvalidArgumentError,
+  PermissionDeniedError,
   CancelledError,
   AbortError: CancelledError,
   InternalError,

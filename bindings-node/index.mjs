@@ -15,6 +15,7 @@ export const {
   ConnectionError,
   WrongTypeError,
   InvalidArgumentError,
+  PermissionDeniedError,
   CancelledError,
   AbortError,
   InternalError,

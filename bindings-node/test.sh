@@ -28,7 +28,8 @@ npm install --no-fund --no-audit --no-package-lock
 test -f ferrolock.node
 
 echo "== node:test"
-node --test --test-concurrency=1 --test-reporter=spec test/*.test.js
+# --expose-gc: test/gc.test.js collects garbage to show that holds survive it.
+node --expose-gc --test --test-concurrency=1 --test-reporter=spec test/*.test.js
 
 echo "== npm install ./bindings-node from another project"
 app="$(mktemp -d "${TMPDIR:-/tmp}/ferrolock-node-app.XXXXXX")"

@@ -152,13 +152,15 @@ impl Shared {
 /// Longest wait for releasing a client's locks when its JS environment ends.
 const SHUTDOWN_ON_EXIT: Duration = Duration::from_secs(2);
 
-/// Settings for `connect`, all in milliseconds.
+/// Settings for `connect`: durations in milliseconds, and the drift factor (a
+/// fraction of the lease, range-checked by the core builder).
 #[napi(object)]
 pub struct ConnectOptions {
     pub watchdog_timeout_ms: Option<f64>,
     pub response_timeout_ms: Option<f64>,
     pub connect_timeout_ms: Option<f64>,
     pub retry_window_ms: Option<f64>,
+    pub drift_factor: Option<f64>,
 }
 
 /// Connects a client (fails fast on an unreachable server or a bad URL).
@@ -178,6 +180,9 @@ pub async fn connect(url: String, options: Option<ConnectOptions>) -> napi::Resu
             }
             if let Some(d) = millis(o.retry_window_ms, "retryWindowMs")? {
                 builder = builder.retry_window(d);
+            }
+            if let Some(f) = o.drift_factor {
+                builder = builder.drift_factor(f);
             }
         }
         let client = builder.connect().await.map_err(to_js)?;
@@ -218,11 +223,12 @@ impl NativeClient {
                 env.add_env_cleanup_hook(self.shared.clone(), |shared| {
                     if let Some(client) = shared.take() {
                         // Releases what this environment still holds, synchronously: this hook
-                        // runs before the environment's objects are finalized, so every holder
-                        // is still alive and `shutdown` releases them all. (Letting the
-                        // finalizers drop holders while a spawned shutdown runs races: core's
-                        // release-on-drop can find the connection already gone.) Bounded, so
-                        // an unreachable Redis cannot hold up a worker's or the process's exit.
+                        // runs before the environment's objects are finalized, and the client
+                        // keeps every held holder alive, so `shutdown` releases them all before
+                        // the worker or process goes. (Left to the finalizers, the last handle's
+                        // drop would only start a shutdown that the exit does not wait for.)
+                        // Bounded, so an unreachable Redis cannot hold up a worker's or the
+                        // process's exit.
                         let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
                             napi::bindgen_prelude::block_on(async move {
                                 let _ = tokio::time::timeout(SHUTDOWN_ON_EXIT, client.shutdown()).await;

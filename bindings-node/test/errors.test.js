@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const ferrolock = require('..');
 const { Client, FerrolockError } = ferrolock;
-const { startRedis, freePort, within, useRedis } = require('./helpers');
+const { startRedis, freePort, within, raw, useRedis } = require('./helpers');
 
 let server;
 let redis;
@@ -76,6 +76,70 @@ test('ERR_INVALID_ARGUMENT: names, durations, URLs, options', async () => {
   await assert.rejects(Client.connect(42), inv);
   await assert.rejects(Client.connect(server.url, { watchdogTimeoutMs: 1 }), inv);
   await assert.rejects(Client.connect(server.url, { responseTimeoutMs: -1 }), inv);
+});
+
+test('driftFactor: out of range rejects with ERR_INVALID_ARGUMENT, in range is accepted', async () => {
+  const inv = coded('ERR_INVALID_ARGUMENT', 'InvalidArgumentError');
+  for (const driftFactor of [-0.01, 0.51, 1, NaN, Infinity, -Infinity]) {
+    await assert.rejects(Client.connect(server.url, { driftFactor }), (e) => inv(e) && /drift/i.test(e.message), `driftFactor ${driftFactor}`);
+  }
+  await assert.rejects(Client.connect(server.url, { driftFactor: '0.1' }), (e) => inv(e) && /driftFactor/.test(e.message));
+  for (const driftFactor of [0, 0.01, 0.2, 0.5]) {
+    const c = await Client.connect(server.url, { driftFactor });
+    try {
+      const lock = c.lock('err:drift');
+      const hold = await lock.acquire({ leaseMs: 5000 });
+      assert.equal(await lock.isHeld(), true);
+      await hold.release();
+    } finally {
+      await c.close();
+    }
+  }
+});
+
+/** A redis-server with ACL user `limited` (password pw) made by `rules`; runs `fn(client, admin)`. */
+async function withAclUser(rules, fn) {
+  const acl = await startRedis();
+  const admin = raw(acl);
+  try {
+    await admin.call('ACL', 'SETUSER', 'limited', 'on', '>pw', ...rules);
+    const c = await Client.connect(`redis://limited:pw@127.0.0.1:${acl.port}`);
+    try {
+      await fn(c, admin);
+    } finally {
+      await c.close();
+    }
+  } finally {
+    admin.disconnect();
+    await acl.stop();
+  }
+}
+
+test('ERR_PERMISSION: an ACL user without access to the lock key', async () => {
+  const perm = coded('ERR_PERMISSION', 'PermissionDeniedError');
+  assert.equal(new ferrolock.PermissionDeniedError('x').code, 'ERR_PERMISSION');
+  assert.equal(ferrolock.PermissionDeniedError.code, 'ERR_PERMISSION');
+  await withAclUser(['~allowed:*', '&*', '+@all'], async (c, admin) => {
+    const lock = c.lock('err:perm:key');
+    await assert.rejects(lock.acquire(), (e) => perm(e) && e.message.includes('~<lock name>') && e.message.includes('err:perm:key'));
+    await assert.rejects(lock.tryAcquire({ waitMs: 0 }), perm);
+    await assert.rejects(lock.isLocked(), perm);
+    assert.equal(await admin.exists('err:perm:key'), 0, 'nothing was written');
+    assert.equal(c.heldCount(), 0);
+  });
+});
+
+// Redis 7.0 (installed here) words this refusal inside a script without NOPERM and
+// without the command name; core names it from the script line.
+test('ERR_PERMISSION: an ACL user without +hincrby cannot acquire', async () => {
+  const perm = coded('ERR_PERMISSION', 'PermissionDeniedError');
+  await withAclUser(['~*', '&*', '+@all', '-hincrby'], async (c, admin) => {
+    const lock = c.lock('err:perm');
+    await assert.rejects(lock.acquire(), (e) => perm(e) && e.message.includes('+hincrby'));
+    await assert.rejects(lock.tryAcquire(), (e) => perm(e) && e.message.includes('+hincrby'));
+    assert.equal(await admin.exists('err:perm'), 0, 'nothing was written');
+    assert.equal(c.heldCount(), 0);
+  });
 });
 
 test('ERR_CONNECTION: nothing listening, wrong password, server gone', async () => {

@@ -85,3 +85,24 @@ test('reentrant levels each report the loss', async () => {
     await a.close();
   }
 });
+
+test('driftFactor: the end of an explicit lease is told lease x driftFactor + 2 ms before Redis expires it', async () => {
+  const a = await Client.connect(server.url, { driftFactor: 0.5 });
+  try {
+    const lock = a.lock('lost:drift');
+    const lost = once(lock, 'lost');
+    const t0 = performance.now();
+    const hold = await lock.acquire({ leaseMs: 2000 });
+    const [err] = await within(lost, 5000, "'lost' at the local deadline");
+    const elapsed = performance.now() - t0;
+    // Redis still has it: the holder stopped counting on it ~1000 ms before the expiry.
+    const pttl = await redis.pttl('lost:drift');
+    assert.ok(pttl > 0, `the key is still there when the loss is told (pttl ${pttl})`);
+    assert.ok(elapsed >= 990 && elapsed < 2000, `told ${elapsed} ms after the acquire`);
+    assert.ok(err instanceof LockLostError);
+    assert.equal(hold.lost, true);
+    await assert.rejects(hold.release(), { code: 'ERR_LOCK_LOST' });
+  } finally {
+    await a.close();
+  }
+});

@@ -115,7 +115,7 @@ test('TypeScript sees the types (tsc --noEmit --strict, CommonJS and ESM)', asyn
 function typeSources() {
   const body = `
 async function main(): Promise<void> {
-  const client: Client = await Client.connect('redis://127.0.0.1:6379', { watchdogTimeoutMs: 30000 });
+  const client: Client = await Client.connect('redis://127.0.0.1:6379', { watchdogTimeoutMs: 30000, driftFactor: 0.01 });
   const lock: Lock = client.lock('orders:42');
   const fenced = client.fencedLock('orders:42', { holderId: 7 });
   const hold: Hold = await lock.acquire({ leaseMs: 1000, signal: AbortSignal.timeout(100) });
@@ -138,6 +138,7 @@ async function main(): Promise<void> {
   }
   try { await lock.release(); } catch (e) {
     if (e instanceof FerrolockError && e.code === 'ERR_NOT_OWNER') { /* expected */ }
+    if (e instanceof PermissionDeniedError) { const p: 'ERR_PERMISSION' = e.code; void p; }
   }
   const id: string = client.id;
   await client.close();
@@ -146,7 +147,7 @@ async function main(): Promise<void> {
 void main;
 `;
   return {
-    'cjs.cts': `import { Client, Lock, Hold, FerrolockError } from 'ferrolock';\n${body}`,
-    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError } from 'ferrolock';\nvoid ferrolock.Client;\n${body}`,
+    'cjs.cts': `import { Client, Lock, Hold, FerrolockError, PermissionDeniedError } from 'ferrolock';\n${body}`,
+    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError, PermissionDeniedError } from 'ferrolock';\nvoid ferrolock.Client;\n${body}`,
   };
 }
