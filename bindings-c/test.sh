@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tests of the C binding (issue 5), from a fresh clone: builds libferrolock (debug),
 # checks the committed header is what cbindgen generates, installs into a temp
-# PREFIX, compiles the header as C11 and C++, runs the C test programs under
-# AddressSanitizer + UndefinedBehaviorSanitizer (each starts its own redis-server),
-# three under valgrind memcheck, and builds + runs examples/legacy_job.c through
-# pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config on PATH.
+# PREFIX, checks the header declares every function the library exports, compiles
+# the header as C11 and C++, runs the C test programs under AddressSanitizer +
+# UndefinedBehaviorSanitizer (each starts its own redis-server), four under
+# valgrind memcheck, and builds + runs examples/legacy_job.c through
+# pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm on PATH.
 #
 #   bash bindings-c/test.sh          # last line: "N passed, 0 failed"
 set -euo pipefail
@@ -18,7 +19,7 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$BUILD"
 
 missing=()
-for tool in cargo gcc g++ cc redis-server valgrind pkg-config make timeout; do
+for tool in cargo gcc g++ cc redis-server valgrind pkg-config make timeout nm; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then
@@ -100,6 +101,23 @@ LIBDIR="$PREFIX/lib"
 INC="$PREFIX/include"
 STRICT=(-Wall -Wextra -Werror -pedantic)
 
+# Every function the library exports is declared in the header: cbindgen does not
+# expand macros, so an export a macro made would be missing from both the header
+# and the drift check above (each is written out, its body in ffi!: src/ffi.rs).
+header_has_every_export() {
+    local exported missing=()
+    exported=$(nm -D --defined-only "$LIBDIR/libferrolock.so" | awk '$2 == "T" && $3 ~ /^ferrolock_/ {print $3}')
+    for sym in $exported; do
+        grep -qE "^[a-z][^(]*[ *]$sym\(" "$INC/ferrolock.h" || missing+=("$sym")
+    done
+    if ((${#missing[@]})); then
+        echo "exported but not declared in include/ferrolock.h: ${missing[*]}"
+        return 1
+    fi
+    echo "all $(wc -w <<<"$exported") exported functions are declared in ferrolock.h"
+}
+check header-all-exports header_has_every_export || true
+
 # 4. The header as C11 and as C++.
 header_c11() {
     gcc -std=c11 "${STRICT[@]}" -I"$INC" -c "$HERE/tests/header_c11.c" -o "$BUILD/header_c11.o"
@@ -131,7 +149,7 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced statuses thread_exit acl; do
+for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl; do
     check "asan-$t" run_asan "$t" || true
 done
 
@@ -159,6 +177,7 @@ run_valgrind() {
 check valgrind-reentrancy run_valgrind reentrancy || true
 check valgrind-lost run_valgrind lost || true
 check valgrind-thread_exit run_valgrind thread_exit || true
+check valgrind-kind run_valgrind kind || true
 
 # 7. examples/legacy_job.c built through pkg-config after the install step, run
 #    against a redis-server of its own.

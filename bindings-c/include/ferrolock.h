@@ -88,6 +88,22 @@ typedef enum ferrolock_status {
 } ferrolock_status;
 
 /**
+ * Which lock a handle is, for `ferrolock_lock_new_kind()`.
+ * The numeric values are part of the ABI: new kinds are only ever appended.
+ */
+typedef enum ferrolock_lock_kind {
+    /**
+     * Redisson's `RLock`: re-entrant, renewed by the watchdog while held.
+     */
+    FERROLOCK_LOCK_REENTRANT = 0,
+    /**
+     * Redisson's `RFencedLock`: an `RLock` whose every acquisition gets a fencing
+     * token greater than any before it on the name (`ferrolock_lock_token()`).
+     */
+    FERROLOCK_LOCK_FENCED = 1,
+} ferrolock_lock_kind;
+
+/**
  * A connection to one Redis server, shared by all its lock handles.
  * Thread-safe: create one per process and share it between threads.
  */
@@ -157,6 +173,25 @@ void ferrolock_client_free(struct ferrolock_client *client);
 const char *ferrolock_client_id(const struct ferrolock_client *client);
 
 /**
+ * Creates a handle on the lock `name` of the given kind. Sends nothing to Redis.
+ *
+ * @param client a live client.
+ * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+ * @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`) or `FERROLOCK_LOCK_FENCED`
+ *        (Redisson `RFencedLock`).
+ * @param out receives the handle, or NULL on failure. Free it with `ferrolock_lock_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+ *         too long or non-UTF-8 name, `kind` not a `ferrolock_lock_kind`);
+ *         `FERROLOCK_ERR_INTERNAL`.
+ *
+ * A handle may be shared by any number of threads: each thread is its own holder.
+ */
+enum ferrolock_status ferrolock_lock_new_kind(struct ferrolock_client *client,
+                                              const char *name,
+                                              ferrolock_lock_kind kind,
+                                              struct ferrolock_lock **out);
+
+/**
  * Creates a handle on the reentrant lock `name` (Redisson `RLock`). Sends nothing
  * to Redis.
  *
@@ -167,6 +202,8 @@ const char *ferrolock_client_id(const struct ferrolock_client *client);
  *         too long or non-UTF-8 name); `FERROLOCK_ERR_INTERNAL`.
  *
  * A handle may be shared by any number of threads: each thread is its own holder.
+ *
+ * Shorthand for `ferrolock_lock_new_kind(client, name, FERROLOCK_LOCK_REENTRANT, out)`.
  */
 enum ferrolock_status ferrolock_lock_new(struct ferrolock_client *client,
                                          const char *name,
@@ -176,6 +213,8 @@ enum ferrolock_status ferrolock_lock_new(struct ferrolock_client *client,
  * Like `ferrolock_lock_new()` for a fenced lock (Redisson `RFencedLock`): every
  * acquisition gets a fencing token greater than any before it on this name; read
  * it with `ferrolock_lock_token()` and pass it to the resource you protect.
+ *
+ * Shorthand for `ferrolock_lock_new_kind(client, name, FERROLOCK_LOCK_FENCED, out)`.
  */
 enum ferrolock_status ferrolock_fenced_lock_new(struct ferrolock_client *client,
                                                 const char *name,

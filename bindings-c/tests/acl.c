@@ -3,11 +3,6 @@
  * to add; a refused acquire leaves nothing behind. */
 #include "harness.h"
 
-static void expect_message(const char *needle) {
-    if (!strstr(ferrolock_last_error(), needle))
-        FAIL("last error does not mention \"%s\"", needle);
-}
-
 static ferrolock_client *connect_as(const char *user) {
     char url[128];
     snprintf(url, sizeof url, "redis://%s:pw@127.0.0.1:%d", user, harness_server.port);

@@ -20,6 +20,10 @@ int main() {
     }
     ferrolock_lost_cb cb = lost_cb;
     if (ferrolock_lock_on_lost(nullptr, cb, nullptr) != FERROLOCK_ERR_INVALID_ARGUMENT) return 1;
+    ferrolock_lock *lock = nullptr;
+    if (ferrolock_lock_new_kind(nullptr, "x", FERROLOCK_LOCK_FENCED, &lock) != FERROLOCK_ERR_INVALID_ARGUMENT ||
+        lock != nullptr)
+        return 1;
     ferrolock_client_free(client);
     std::printf("c++: ferrolock %s, %s\n", ferrolock_version(), ferrolock_status_str(FERROLOCK_OK));
     return 0;

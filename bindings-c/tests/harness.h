@@ -56,6 +56,12 @@
 
 #define OK(call) EXPECT(call, FERROLOCK_OK)
 
+/* Checks that the calling thread's last error mentions `needle`. */
+static inline void expect_message(const char *needle) {
+    if (!strstr(ferrolock_last_error(), needle))
+        FAIL("last error does not mention \"%s\"", needle);
+}
+
 static inline int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -225,6 +231,13 @@ static inline ferrolock_lock *new_lock(ferrolock_client *c, const char *name) {
 static inline ferrolock_lock *new_fenced_lock(ferrolock_client *c, const char *name) {
     ferrolock_lock *l = NULL;
     OK(ferrolock_fenced_lock_new(c, name, &l));
+    CHECK(l != NULL);
+    return l;
+}
+
+static inline ferrolock_lock *new_lock_kind(ferrolock_client *c, const char *name, ferrolock_lock_kind kind) {
+    ferrolock_lock *l = NULL;
+    OK(ferrolock_lock_new_kind(c, name, kind, &l));
     CHECK(l != NULL);
     return l;
 }

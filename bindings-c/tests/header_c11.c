@@ -9,6 +9,7 @@ static void cb(const char *name, void *user) {
 int main(void) {
     ferrolock_lost_cb f = cb;
     ferrolock_status s = FERROLOCK_OK;
+    ferrolock_lock_kind k = FERROLOCK_LOCK_FENCED;
     (void)f;
-    return s == FERROLOCK_OK && ferrolock_version() != 0 ? 0 : 1;
+    return s == FERROLOCK_OK && k != FERROLOCK_LOCK_REENTRANT && ferrolock_version() != 0 ? 0 : 1;
 }

@@ -1,11 +1,6 @@
 /* Every status from a real cause, each with a message; nothing crashes. */
 #include "harness.h"
 
-static void expect_message(const char *needle) {
-    if (!strstr(ferrolock_last_error(), needle))
-        FAIL("last error does not mention \"%s\"", needle);
-}
-
 int main(void) {
     const char *url = redis_start();
     ferrolock_client *c = NULL;

@@ -1,0 +1,379 @@
+//! Lock handles: create (by kind), free, acquire, release and query. C's holder is
+//! (handle, OS thread), like a recursive pthread mutex: a handle keeps one core
+//! `Lock`, with its own holder id, per thread that holds (or lost) it through it.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CString};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+use ferrolock::{AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions};
+
+use crate::client::ferrolock_client;
+use crate::ffi::{self, answer, answer_new, arg, block_on, c_str, invalid, optional_millis, reclaim};
+use crate::kind::{ferrolock_lock_kind, FerrolockLockKindArg};
+use crate::lost::LostSlot;
+use crate::status::ferrolock_status;
+
+/// A handle on one lock name. The holder is (this handle, the calling OS thread):
+/// like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
+pub struct ferrolock_lock {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+    pub(crate) name_c: CString,
+    /// A holder that never acquires: answers the holder-independent queries (and the kind).
+    base: Lock,
+    /// This handle's holder for each thread that holds (or lost) the lock through it.
+    threads: Mutex<HashMap<ThreadId, Lock>>,
+    pub(crate) on_lost: Arc<LostSlot>,
+}
+
+const _: () = ffi::shared_between_threads::<ferrolock_lock>();
+
+pub(crate) fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ferrolock_lock {
+    unsafe fn new(client: *mut ferrolock_client, name: *const c_char, kind: FerrolockLockKindArg) -> Result<Self, Error> {
+        let client = &arg(client, "client")?.client;
+        let name = c_str(name, "lock name")?;
+        let kind = ferrolock_lock_kind::from_int(kind).ok_or_else(|| {
+            invalid(format!(
+                "kind = {kind} for lock \"{name}\" is not a ferrolock_lock_kind; \
+                 give FERROLOCK_LOCK_REENTRANT (0) or FERROLOCK_LOCK_FENCED (1)"
+            ))
+        })?;
+        Ok(ferrolock_lock {
+            base: client.lock_with(name.as_bytes(), LockOptions::kind(kind))?,
+            client: client.clone(),
+            name: name.to_string(),
+            name_c: CString::new(name).map_err(|_| invalid("lock name contains a NUL byte"))?,
+            threads: Mutex::new(HashMap::new()),
+            on_lost: Arc::new(LostSlot::default()),
+        })
+    }
+
+    /// This thread's holder on this handle; created on first use when `create`.
+    pub(crate) fn thread_lock(&self, create: bool) -> Result<Option<Lock>, Error> {
+        let id = std::thread::current().id();
+        let mut threads = lock_ignoring_poison(&self.threads);
+        if let Some(lock) = threads.get(&id) {
+            return Ok(Some(lock.clone()));
+        }
+        if !create {
+            return Ok(None);
+        }
+        let options = LockOptions {
+            kind: self.base.kind(),
+            holder_id: Some(self.client.new_holder_id()),
+            owner: None,
+        };
+        let lock = self.client.lock_with(self.name.as_bytes(), options)?;
+        lock.set_on_lost(Some(self.lost_forwarder()));
+        threads.insert(id, lock.clone());
+        Ok(Some(lock))
+    }
+
+    /// Runs `call` on the server as `holder`, then forgets the holder for this thread
+    /// once it neither holds nor has a loss to report.
+    fn call_as<F, T>(&self, holder: Lock, call: impl FnOnce(Lock) -> F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>> + Send,
+        T: Send,
+    {
+        let result = block_on(Some(&self.client), call(holder.clone()));
+        if holder.local_hold_count() == 0 && !holder.is_lost() {
+            let mut threads = lock_ignoring_poison(&self.threads);
+            let id = std::thread::current().id();
+            if threads.get(&id).is_some_and(|l| l.owner() == holder.owner()) {
+                threads.remove(&id);
+            }
+        }
+        result?
+    }
+
+    /// Like [`Self::call_as`] with this thread's holder, created for the call if needed.
+    fn call_as_thread<F, T>(&self, call: impl FnOnce(Lock) -> F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>> + Send,
+        T: Send,
+    {
+        self.call_as(self.thread_lock(true)?.expect("created on demand"), call)
+    }
+
+    /// A holder-independent query on the server.
+    fn ask<T: Send>(&self, query: impl Future<Output = Result<T, Error>> + Send) -> Result<T, Error> {
+        block_on(Some(&self.client), query)?
+    }
+
+    /// This thread's token (fenced locks).
+    fn token(&self) -> Result<u64, Error> {
+        if self.base.kind() != LockKind::Fenced {
+            let how = "create it with ferrolock_fenced_lock_new() to get tokens";
+            return Err(invalid(format!("lock \"{}\" is not a fenced lock; {how}", self.name)));
+        }
+        let holder = self.thread_lock(false)?;
+        if let Some(token) = holder.as_ref().and_then(Lock::token) {
+            return Ok(token);
+        }
+        Err(holder.and_then(|h| h.lost_error()).unwrap_or_else(|| self.not_held(", so it has no token")))
+    }
+
+    fn not_held(&self, so: &str) -> Error {
+        Error::new(
+            ErrorKind::NotOwner,
+            format!("lock \"{}\" is not held by this thread through this handle{so}", self.name),
+        )
+    }
+}
+
+pub(crate) unsafe fn lock_arg<'a>(lock: *mut ferrolock_lock) -> Result<&'a ferrolock_lock, Error> {
+    arg(lock, "lock")
+}
+
+/// Creates a handle on the lock `name` of the given kind. Sends nothing to Redis.
+///
+/// @param client a live client.
+/// @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+/// @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`) or `FERROLOCK_LOCK_FENCED`
+///        (Redisson `RFencedLock`).
+/// @param out receives the handle, or NULL on failure. Free it with `ferrolock_lock_free()`.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+///         too long or non-UTF-8 name, `kind` not a `ferrolock_lock_kind`);
+///         `FERROLOCK_ERR_INTERNAL`.
+///
+/// A handle may be shared by any number of threads: each thread is its own holder.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_new_kind(
+    client: *mut ferrolock_client,
+    name: *const c_char,
+    kind: FerrolockLockKindArg,
+    out: *mut *mut ferrolock_lock,
+) -> ferrolock_status {
+    ffi!({ answer_new(out, || ferrolock_lock::new(client, name, kind)) })
+}
+
+/// Creates a handle on the reentrant lock `name` (Redisson `RLock`). Sends nothing
+/// to Redis.
+///
+/// @param client a live client.
+/// @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+/// @param out receives the handle, or NULL on failure. Free it with `ferrolock_lock_free()`.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+///         too long or non-UTF-8 name); `FERROLOCK_ERR_INTERNAL`.
+///
+/// A handle may be shared by any number of threads: each thread is its own holder.
+///
+/// Shorthand for `ferrolock_lock_new_kind(client, name, FERROLOCK_LOCK_REENTRANT, out)`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_new(
+    client: *mut ferrolock_client,
+    name: *const c_char,
+    out: *mut *mut ferrolock_lock,
+) -> ferrolock_status {
+    ferrolock_lock_new_kind(client, name, ferrolock_lock_kind::FERROLOCK_LOCK_REENTRANT as FerrolockLockKindArg, out)
+}
+
+/// Like `ferrolock_lock_new()` for a fenced lock (Redisson `RFencedLock`): every
+/// acquisition gets a fencing token greater than any before it on this name; read
+/// it with `ferrolock_lock_token()` and pass it to the resource you protect.
+///
+/// Shorthand for `ferrolock_lock_new_kind(client, name, FERROLOCK_LOCK_FENCED, out)`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_fenced_lock_new(
+    client: *mut ferrolock_client,
+    name: *const c_char,
+    out: *mut *mut ferrolock_lock,
+) -> ferrolock_status {
+    ferrolock_lock_new_kind(client, name, ferrolock_lock_kind::FERROLOCK_LOCK_FENCED as FerrolockLockKindArg, out)
+}
+
+/// Frees a lock handle. NULL is fine. Every hold still taken through it, by any
+/// thread (also threads that have exited), is released first. Best effort: when
+/// Redis does not answer it gives up after about 5 s, and such a hold stays (renewed)
+/// until `ferrolock_client_free()`, or until its explicit lease runs out. After it
+/// returns, its on_lost callback is not running and will not be called again.
+///
+/// No other thread may use the handle during or after this call. Must not be called
+/// from the handle's own on_lost callback.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) {
+    ffi!(void, {
+        let Some(lock) = reclaim(lock, |l| &l.client) else { return Ok(()) };
+        lock.set_callback(None);
+        let threads: Vec<Lock> = lock_ignoring_poison(&lock.threads).drain().map(|(_, l)| l).collect();
+        let held: Vec<Lock> = threads.iter().filter(|l| l.local_hold_count() > 0).cloned().collect();
+        if !held.is_empty() {
+            let _ = block_on(Some(&lock.client), async move {
+                for l in held {
+                    let _ = l.release_all().await;
+                }
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Acquires the lock for the calling thread. Re-entrant: a thread that already
+/// holds it through this handle gets it again and must release it as often.
+///
+/// @param wait_ms -1: wait as long as it takes; 0: try once; otherwise the longest
+///        wait in ms (up to 7 days). Waiting wakes on the release message and on the
+///        holder's lease expiry, it does not poll.
+/// @param lease_ms -1: watchdog lease (the client's watchdog timeout, renewed while
+///        held); otherwise 1 ms to 7 days, after which the lock expires by itself
+///        (no renewal) and the hold counts as lost.
+/// @return `FERROLOCK_OK` (acquired); `FERROLOCK_NOT_ACQUIRED` (someone else still
+///         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock,
+///         duration out of range, freed or pre-fork client);
+///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
+///         command, key or channel the lock needs; the message names the rule to add;
+///         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
+///         `FERROLOCK_ERR_INTERNAL`.
+///
+/// Blocks the calling thread. Thread-safe.
+///
+/// A hold belongs to (handle, thread), not to the call, and lasts (unless it is
+/// lost) until it is released, until `ferrolock_lock_free()` of its handle or
+/// `ferrolock_client_free()` of its client releases it, or until an explicit lease
+/// runs out: a thread that exits while holding keeps the hold (renewed, with the
+/// watchdog lease), like a recursive pthread mutex left locked by an exited thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_ms: i64, lease_ms: i64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        let wait = optional_millis(wait_ms, "wait_ms", "wait forever", 0)?;
+        let lease = optional_millis(lease_ms, "lease_ms", "watchdog lease", 1)?;
+        let options = AcquireOptions { wait, lease };
+        let hold = lock.call_as_thread(|h| async move { h.acquire_hold(options).await })?;
+        match hold {
+            Some(_) => Ok(()),
+            None => Err(Error::new(
+                ErrorKind::NotAcquired,
+                format!("lock \"{}\" was not acquired within {wait_ms} ms: someone else holds it", lock.name),
+            )),
+        }
+    })
+}
+
+/// Releases one level of the calling thread's hold; the lock is free once every
+/// acquisition of this thread has been released.
+///
+/// @return `FERROLOCK_OK` (one level released, whether or not levels remain);
+///         `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it through this
+///         handle; nothing changes); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost
+///         before this release: the critical section was not protected, once per
+///         level that was held); `FERROLOCK_ERR_INVALID_ARGUMENT`;
+///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused
+///         the release; the message names the rule to add); `FERROLOCK_ERR_INTERNAL`.
+///         After `FERROLOCK_ERR_CONNECTION` or `FERROLOCK_ERR_PERMISSION` this thread
+///         still holds the level (see `ferrolock_lock_acquire()` on how holds end):
+///         release again once Redis answers.
+///
+/// Blocks the calling thread. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_release(lock: *mut ferrolock_lock) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        let holder = lock.thread_lock(false)?.ok_or_else(|| lock.not_held("; acquire it before releasing it"))?;
+        lock.call_as(holder, |h| async move { h.release().await })?;
+        Ok(())
+    })
+}
+
+/// Whether anyone holds the lock (any client, any thread).
+///
+/// @param out receives the answer.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CONNECTION`;
+///         `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused the read; the message
+///         names the rule to add); `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+///
+/// Blocks for one round-trip. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_is_locked(lock: *mut ferrolock_lock, out: *mut bool) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        answer(out, || lock.ask(lock.base.is_locked()))
+    })
+}
+
+/// Whether the calling thread holds the lock through this handle, as the server
+/// sees it.
+///
+/// @param out receives the answer.
+/// @return like `ferrolock_lock_is_locked()`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_is_held(lock: *mut ferrolock_lock, out: *mut bool) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        answer(out, || lock.call_as_thread(|h| async move { h.is_held().await }))
+    })
+}
+
+/// How many times the calling thread holds the lock through this handle (0 when not
+/// held), as the server sees it.
+///
+/// @param out receives the count.
+/// @return like `ferrolock_lock_is_locked()`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_hold_count(lock: *mut ferrolock_lock, out: *mut u32) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        answer(out, || lock.call_as_thread(|h| async move { h.hold_count().await }))
+    })
+}
+
+/// Time left on the lock's lease, whoever holds it.
+///
+/// @param out receives the ms left; -1 when the lock is not locked; `INT64_MAX`
+///        when the key has no expiry.
+/// @return like `ferrolock_lock_is_locked()`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_remaining_lease_ms(lock: *mut ferrolock_lock, out: *mut i64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        answer(out, || match lock.ask(lock.base.remaining_lease())? {
+            None => Ok(-1),
+            Some(left) => Ok(i64::try_from(left.as_millis()).unwrap_or(i64::MAX)),
+        })
+    })
+}
+
+/// Deletes the lock whoever holds it and wakes one waiter. The holder finds its hold
+/// lost at its next renewal or release (and its on_lost callback runs).
+///
+/// @param out_was_locked receives whether it was locked; may be NULL.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a
+///         Redis ACL refused it; the message names the rule to add);
+///         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+///
+/// Blocks for one round-trip. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_force_unlock(lock: *mut ferrolock_lock, out_was_locked: *mut bool) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        let was_locked = lock.ask(lock.base.force_unlock())?;
+        if let Some(out) = out_was_locked.as_mut() {
+            *out = was_locked;
+        }
+        Ok(())
+    })
+}
+
+/// The fencing token of the calling thread's current hold (fenced locks).
+///
+/// @param out receives the token.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it
+///         through this handle); `FERROLOCK_ERR_LOCK_LOST` (its hold was lost);
+///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, or not a fenced lock).
+///
+/// Does not block (local view). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_token(lock: *mut ferrolock_lock, out: *mut u64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        answer(out, || lock.token())
+    })
+}
