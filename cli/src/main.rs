@@ -43,7 +43,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use ferrolock::AcquireOptions;
+use ferrolock::{AcquireOptions, LockKind};
 
 const ABOUT: &str = "A distributed flock(1) on Redis: run a command while holding a lock that \
 Redisson (Java) and ferrolock clients in Python, Node.js, C and Rust respect.";
@@ -304,7 +304,7 @@ fn dispatch(target: target::Target, command: Command) -> i32 {
                     name: args.name,
                     acquire: AcquireOptions { wait, lease: args.lease },
                     watchdog: args.watchdog,
-                    fenced: args.fenced,
+                    kind: if args.fenced { LockKind::Fenced } else { LockKind::Reentrant },
                     conflict_exit_code: i32::from(args.conflict_exit_code),
                     kill_after: args.kill_after,
                     command: args.command,

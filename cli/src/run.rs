@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock};
+use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock, LockKind, LockOptions};
 use tokio::time::Instant;
 
 use crate::signals::{self, Signal, Signals};
@@ -19,7 +19,8 @@ pub struct Plan {
     pub name: OsString,
     pub acquire: AcquireOptions,
     pub watchdog: Option<Duration>,
-    pub fenced: bool,
+    /// Which lock to take (`--fenced`: a fenced lock, whose token CMD gets).
+    pub kind: LockKind,
     pub conflict_exit_code: i32,
     pub kill_after: Option<Duration>,
     pub command: Vec<OsString>,
@@ -45,7 +46,7 @@ pub async fn run(target: Target, plan: Plan, mut signals: Signals) -> i32 {
 async fn hold_and_run(client: &Client, plan: &Plan, signals: &mut Signals) -> i32 {
     use std::os::unix::ffi::OsStrExt;
     let name = plan.name.as_bytes();
-    let lock = match if plan.fenced { client.fenced_lock(name) } else { client.lock(name) } {
+    let lock = match client.lock_with(name, LockOptions::kind(plan.kind)) {
         Ok(lock) => lock,
         Err(e) => return exit::fail(&e),
     };

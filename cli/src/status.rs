@@ -1,7 +1,6 @@
 //! `ferrolock status`: who holds a lock, for how long still, and who waits.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use ferrolock::LockStatus;
@@ -11,21 +10,13 @@ use crate::exit;
 use crate::target::{self, Target};
 
 pub async fn run(target: Target, name: &OsStr, as_json: bool) -> i32 {
-    let client = match target::connect(&target, None).await {
-        Ok(client) => client,
-        Err(code) => return code,
-    };
-    let result = match client.lock(name.as_bytes()) {
-        Ok(lock) => lock.status().await,
-        Err(e) => Err(e),
-    };
-    let _ = client.shutdown().await;
-    match result {
-        Ok(status) => {
+    match target::with_lock(&target, name, |lock| async move { lock.status().await }).await {
+        Err(code) => code,
+        Ok(Ok(status)) => {
             println!("{}", if as_json { to_json(&status).to_string() } else { to_text(&status) });
             0
         }
-        Err(e) => exit::fail(&e),
+        Ok(Err(e)) => exit::fail(&e),
     }
 }
 

@@ -1,8 +1,11 @@
 //! Which Redis to talk to, and connecting to it.
 
+use std::ffi::OsStr;
+use std::future::Future;
+use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use ferrolock::{Client, ErrorKind};
+use ferrolock::{Client, ErrorKind, Lock};
 
 use crate::exit;
 
@@ -49,6 +52,22 @@ pub async fn connect(target: &Target, watchdog: Option<Duration>) -> Result<Clie
             exit::fail(&e)
         }
     })
+}
+
+/// One call on lock `name` from a client of its own: connects, runs `call` on a handle
+/// on the lock, and shuts the client down. What `call` returned, or the exit code
+/// when it could not connect.
+pub async fn with_lock<T, F>(target: &Target, name: &OsStr, call: impl FnOnce(Lock) -> F) -> Result<ferrolock::Result<T>, i32>
+where
+    F: Future<Output = ferrolock::Result<T>>,
+{
+    let client = connect(target, None).await?;
+    let result = match client.lock(name.as_bytes()) {
+        Ok(lock) => call(lock).await,
+        Err(e) => Err(e),
+    };
+    let _ = client.shutdown().await;
+    Ok(result)
 }
 
 /// The URL with its password (userinfo, or a `pass`/`password` query parameter) masked.

@@ -1,7 +1,6 @@
 //! `ferrolock unlock --force`: break a lock whose holder is stuck or gone.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 
 use crate::exit;
 use crate::target::{self, Target};
@@ -12,21 +11,13 @@ loses it mid-work (a `ferrolock run` holder stops its command with SIGTERM and e
 use `ferrolock status NAME` to see who holds it first";
 
 pub async fn run(target: Target, name: &OsStr) -> i32 {
-    let client = match target::connect(&target, None).await {
-        Ok(client) => client,
-        Err(code) => return code,
-    };
     // Core's force unlock refuses (WrongType) a key that is not a lock, in the same script.
-    let result = match client.lock(name.as_bytes()) {
-        Ok(lock) => lock.force_unlock().await,
-        Err(e) => Err(e),
-    };
-    let _ = client.shutdown().await;
     let shown = name.to_string_lossy();
-    match result {
-        Ok(true) => println!("unlocked {shown}"),
-        Ok(false) => println!("{shown} was not locked"),
-        Err(e) => return exit::fail(&e),
+    match target::with_lock(&target, name, |lock| async move { lock.force_unlock().await }).await {
+        Err(code) => return code,
+        Ok(Ok(true)) => println!("unlocked {shown}"),
+        Ok(Ok(false)) => println!("{shown} was not locked"),
+        Ok(Err(e)) => return exit::fail(&e),
     }
     0
 }
