@@ -1,4 +1,6 @@
-// Type definitions for ferrolock (hand-written; see index.js).
+// Type definitions for ferrolock (hand-written; see index.js). The native addon's
+// own declarations are generated into native.d.ts; test/types/agree.ts checks
+// that the two agree where the JS layer passes native values through.
 /// <reference types="node" />
 
 import { EventEmitter } from 'node:events';
@@ -23,6 +25,9 @@ export interface ConnectOptions {
    */
   driftFactor?: number;
 }
+
+/** Which lock: a reentrant lock (Redisson's `RLock`) or a fenced one (`RFencedLock`). */
+export type LockKind = 'reentrant' | 'fenced';
 
 export interface LockOptions {
   /** Explicit holder id: the owner field becomes `<client-id>:<holderId>`. */
@@ -159,6 +164,9 @@ export class Lock extends EventEmitter {
   readonly name: string;
   /** Owner field this handle writes: `<client-id>:<holder-id>`. */
   readonly owner: string;
+  /** Which lock: `'reentrant'` (from `client.lock()`) or `'fenced'` (from `client.fencedLock()`). */
+  readonly kind: LockKind;
+  /** True for fenced locks. */
   readonly fenced: boolean;
   /** Fencing token of the current hold (fenced locks), else null. */
   readonly token: bigint | null;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Node binding: install npm deps (which builds the addon from source), run the
+# Node binding: install npm deps (which builds the addon from source and
+# generates its TypeScript declarations), check that the committed native.d.ts
+# is what the build generates and that index.d.ts agrees with it, run the
 # node:test suite, then check that `npm install ./bindings-node` from another
-# project builds and loads it (require and import).
+# project builds and loads it (require and import) and that the package's
+# `files` hold every file the entry point loads.
 #
 # Needs node >= 20 with npm, cargo, redis-server on PATH, and the npm registry.
 # Env: FERROLOCK_NODE_PROFILE=debug|release (default debug here), CARGO_TARGET_DIR.
@@ -20,20 +23,33 @@ done
 export FERROLOCK_NODE_PROFILE="${FERROLOCK_NODE_PROFILE:-debug}"
 export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/ferrolock-node-test.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+
 # devDependencies are pinned to exact versions in package.json. No lockfile is
 # committed: npm 11 leaves @napi-rs/cli's optional platform packages out of it,
 # and `npm ci` then refuses it.
-echo "== npm install (builds the addon, $FERROLOCK_NODE_PROFILE)"
-npm install --no-fund --no-audit --no-package-lock
+
+echo "== npm install (builds the addon, $FERROLOCK_NODE_PROFILE, and its declarations)"
+FERROLOCK_NODE_DTS="$scratch/native.d.ts" npm install --no-fund --no-audit --no-package-lock
 test -f ferrolock.node
+
+echo "== native.d.ts is what the build generates"
+if ! diff -u native.d.ts "$scratch/native.d.ts"; then
+  echo "bindings-node/native.d.ts is stale: run \`npm run dts\` in bindings-node and commit it" >&2
+  exit 1
+fi
+
+echo "== index.d.ts agrees with native.d.ts (tsc)"
+node node_modules/typescript/bin/tsc -p test/types
 
 echo "== node:test"
 # --expose-gc: test/gc.test.js collects garbage to show that holds survive it.
 node --expose-gc --test --test-concurrency=1 --test-reporter=spec test/*.test.js
 
 echo "== npm install ./bindings-node from another project"
-app="$(mktemp -d "${TMPDIR:-/tmp}/ferrolock-node-app.XXXXXX")"
-trap 'rm -rf "$app"' EXIT
+app="$scratch/app"
+mkdir "$app"
 rm -f ferrolock.node # the install below must build it again
 (
   cd "$app"
@@ -52,4 +68,18 @@ rm -f ferrolock.node # the install below must build it again
     console.log('import { Client } from \"ferrolock\" ok');
   "
 )
+echo "== the package's files hold what the entry points load"
+node -e "
+  const path = require('node:path');
+  const { execFileSync } = require('node:child_process');
+  const [pack] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8' }));
+  const packed = new Set(pack.files.map((f) => f.path));
+  require('./index.js');
+  const loaded = Object.keys(require.cache)
+    .map((f) => path.relative(process.cwd(), f))
+    .filter((f) => !f.startsWith('..') && !f.startsWith('node_modules') && f !== 'ferrolock.node');
+  const missing = ['index.mjs', 'index.d.ts', 'index.d.mts', ...loaded].filter((f) => !packed.has(f));
+  if (missing.length) { console.error('not in package.json files:', missing.join(', ')); process.exit(1); }
+  console.log(loaded.length + ' loaded files, all packed');
+"
 echo "== bindings-node: all green"

@@ -7,12 +7,18 @@
 // `npm install`); a project installing this folder does not get our
 // devDependencies, so then it runs cargo itself, the same build.
 //
-// Options: --release / --debug (default: release, or $FERROLOCK_NODE_PROFILE).
-// Honors $CARGO_TARGET_DIR. $FERROLOCK_NODE_SKIP_BUILD=1 skips the build.
+// With @napi-rs/cli, the build also generates the TypeScript declarations of the
+// addon (napi-derive's type-def feature): into --dts FILE (or $FERROLOCK_NODE_DTS)
+// when given, else into a temporary file that is thrown away. `npm run dts`
+// regenerates the committed native.d.ts; test.sh checks that it is up to date.
+//
+// Options: --release / --debug (default: release, or $FERROLOCK_NODE_PROFILE),
+// --dts FILE. Honors $CARGO_TARGET_DIR. $FERROLOCK_NODE_SKIP_BUILD=1 skips the build.
 'use strict';
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
@@ -42,12 +48,26 @@ function main() {
   if (profile !== 'release' && profile !== 'debug') {
     throw new Error(`ferrolock: FERROLOCK_NODE_PROFILE must be release or debug, not ${profile}`);
   }
+  const dtsAt = argv.indexOf('--dts');
+  const dts = dtsAt >= 0 ? argv[dtsAt + 1] : process.env.FERROLOCK_NODE_DTS || undefined;
+  if (dtsAt >= 0 && !dts) throw new Error('ferrolock: --dts needs a file name');
 
   const napiBin = path.join(root, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js');
   if (fs.existsSync(napiBin)) {
-    const args = [napiBin, 'build', '--output-dir', '.', '--package', 'ferrolock-node'];
+    // napi build always writes declarations (index.d.ts unless told otherwise, which
+    // would overwrite ours); --dts is relative to --output-dir.
+    const scratch = dts ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-dts-'));
+    const dtsFile = dts ? path.resolve(dts) : path.join(scratch, 'native.d.ts');
+    const args = [napiBin, 'build', '--output-dir', '.', '--package', 'ferrolock-node', '--dts', path.relative(root, dtsFile)];
     if (profile === 'release') args.push('--release');
-    run(process.execPath, args);
+    try {
+      run(process.execPath, args);
+    } finally {
+      if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+    }
+    if (dts) console.log(`ferrolock: declarations of the addon in ${dtsFile}`);
+  } else if (dts) {
+    throw new Error('ferrolock: generating declarations (--dts) needs @napi-rs/cli: run `npm install` in bindings-node');
   } else {
     const args = ['build', '--package', 'ferrolock-node', '--manifest-path', path.join(root, 'Cargo.toml')];
     if (profile === 'release') args.push('--release');

@@ -150,6 +150,20 @@ test('fenced tokens increase across holders and clients', async () => {
   }
 });
 
+test('kind: reentrant from lock(), fenced from fencedLock(), read-only', () => {
+  const plain = client.lock('kind');
+  const fenced = client.fencedLock('kind');
+  assert.equal(plain.kind, 'reentrant');
+  assert.equal(plain.fenced, false);
+  assert.equal(fenced.kind, 'fenced');
+  assert.equal(fenced.fenced, true);
+  assert.throws(() => {
+    'use strict';
+    plain.kind = 'fenced';
+  }, TypeError);
+  assert.equal(plain.kind, 'reentrant');
+});
+
 test('using() releases on success and on throw', async () => {
   const a = client.lock('using');
   const r = await a.using(async (signal, hold) => {

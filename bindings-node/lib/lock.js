@@ -1,0 +1,288 @@
+'use strict';
+// Lock handles and their holds: 'lost' events and aborted signals from the native
+// lost notifications, and the client's set of lock objects that hold.
+
+const { EventEmitter } = require('node:events');
+const { asyncDispose } = require('./dispose');
+const { InvalidArgumentError, LockLostError, NotAcquiredError, convert, call } = require('./errors');
+const { optionsObject, ms, checkSignal } = require('./options');
+const { abortError, watchSignal, unwatchSignal } = require('./abort');
+
+const kNative = Symbol('native');
+const lostEvent = Symbol('lostEvent');
+
+/**
+ * The lock objects of one client that hold right now. The client keeps them
+ * reachable: a hold never ends because its lock object was garbage-collected
+ * (core keeps the hold itself anyway), and its 'lost' event still has a listener
+ * to reach. A lock leaves when its hold ends (released, lost, client closed), and
+ * is then collectable again.
+ */
+class HeldLocks {
+  #locks = new Set();
+  #sweepAt = 64;
+
+  /** After an acquire, release or loss of `lock`: keeps it while core says it holds. */
+  update(lock) {
+    if (lock[kNative].localHoldCount > 0) {
+      if (this.#locks.has(lock)) return;
+      this.#locks.add(lock);
+      if (this.#locks.size >= this.#sweepAt) this.#sweep();
+    } else {
+      this.#locks.delete(lock);
+    }
+  }
+
+  // Lock objects on one holder (the same holderId) share its hold: a release
+  // through one ends the others' too, without telling them. Amortized O(1) per add.
+  #sweep() {
+    for (const lock of this.#locks) {
+      if (lock[kNative].localHoldCount === 0) this.#locks.delete(lock);
+    }
+    this.#sweepAt = Math.max(64, 2 * this.#locks.size);
+  }
+
+  clear() {
+    this.#locks.clear();
+    this.#sweepAt = 64;
+  }
+}
+
+/** One acquisition, returned by `lock.acquire()`. */
+class Hold {
+  #lock;
+  #state;
+  #released = false;
+
+  constructor(lock, info, state) {
+    this.#lock = lock;
+    this.#state = state;
+    /** Fencing token of this acquisition (fenced locks), else null. */
+    this.token = info.token ?? null;
+    /** Hold count right after this acquisition (1 = a new hold). */
+    this.holdCount = info.count;
+    Object.freeze(this);
+  }
+
+  /** The lock handle this hold belongs to. */
+  get lock() {
+    return this.#lock;
+  }
+
+  /** Aborted (with a LockLostError as reason) when this hold is lost. */
+  get signal() {
+    return this.#state.controller.signal;
+  }
+
+  /** True once this hold was lost. */
+  get lost() {
+    return this.#state.controller.signal.aborted;
+  }
+
+  /** True once `release()` (or dispose) ran for this hold. */
+  get released() {
+    return this.#released;
+  }
+
+  /** Releases this acquisition (one level). A second call does nothing. */
+  async release() {
+    if (this.#released) return;
+    this.#released = true;
+    await this.#lock.release();
+  }
+
+  async [asyncDispose]() {
+    await this.release();
+  }
+}
+
+class Lock extends EventEmitter {
+  #native;
+  #held; // the client's HeldLocks
+  #state; // { seq, controller } of the current (or latest, or next) hold
+  #early = null; // { seq, message }: a loss told before the acquire that made that hold returned
+
+  constructor(nativeLock, held) {
+    super();
+    this.#native = nativeLock;
+    this.#held = held;
+    this.#state = { seq: null, controller: new AbortController() };
+  }
+
+  get [kNative]() {
+    return this.#native;
+  }
+
+  /** The lock name. */
+  get name() {
+    return this.#native.name;
+  }
+
+  /** The owner field this holder writes: `<client-id>:<holder-id>`. */
+  get owner() {
+    return this.#native.owner;
+  }
+
+  /** Which lock: 'reentrant' or 'fenced'. */
+  get kind() {
+    return this.#native.kind;
+  }
+
+  /** True for fenced locks. */
+  get fenced() {
+    return this.#native.fenced;
+  }
+
+  /** Fencing token of the current hold (fenced locks), else null. */
+  get token() {
+    return this.#native.token ?? null;
+  }
+
+  /** True if the latest hold of this handle was lost (until it acquires again). */
+  get lost() {
+    return this.#native.lost;
+  }
+
+  /** Aborted when the current hold is lost. Before the first acquire: the next hold's signal. */
+  get signal() {
+    return this.#state.controller.signal;
+  }
+
+  #hold(info) {
+    if (info.seq !== this.#state.seq) {
+      // A new hold: its own signal (the unused initial one, or a fresh one).
+      if (this.#state.seq !== null) this.#state = { seq: info.seq, controller: new AbortController() };
+      else this.#state.seq = info.seq;
+    }
+    const hold = new Hold(this, info, this.#state);
+    if (this.#early !== null && this.#early.seq === info.seq) {
+      // Lost right after it was taken: the notification overtook the acquire's reply.
+      const { message } = this.#early;
+      this.#early = null;
+      this.#lost(message);
+    }
+    return hold;
+  }
+
+  [lostEvent](seq, message) {
+    if (seq === this.#state.seq) this.#lost(message);
+    else if (this.#native.localHoldCount === 0) this.#early = { seq, message }; // maybe a hold whose acquire is still to return
+    this.#held.update(this);
+  }
+
+  #lost(message) {
+    const err = new LockLostError(message);
+    // Format the stack now: until then V8 keeps the frames' receivers (this lock),
+    // and a kept error (a signal's reason) would keep a lost lock object alive.
+    void err.stack;
+    if (!this.#state.controller.signal.aborted) {
+      this.#state.controller.abort(err);
+      this.emit('lost', err);
+    }
+  }
+
+  async #acquire(waitMs, leaseMs, signal) {
+    if (signal && signal.aborted) throw abortError(signal);
+    const cancelId = signal ? watchSignal(signal) : undefined;
+    try {
+      const info = await this.#native.acquire(waitMs, leaseMs, cancelId);
+      return info ? this.#hold(info) : null;
+    } catch (e) {
+      const err = convert(e);
+      if (err.code === 'ERR_CANCELLED' && signal && signal.aborted) throw abortError(signal);
+      throw err;
+    } finally {
+      if (signal) unwatchSignal(signal, cancelId);
+      this.#held.update(this);
+    }
+  }
+
+  /**
+   * Waits until acquired (watchdog lease unless `leaseMs`). `signal` aborts the wait
+   * (rejects with AbortError, code ERR_CANCELLED). With `waitMs`, rejects with
+   * NotAcquiredError when that runs out.
+   */
+  async acquire(options) {
+    const o = optionsObject(options, 'acquire');
+    const waitMs = ms(o.waitMs, 'waitMs');
+    const hold = await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal));
+    if (!hold) {
+      throw new NotAcquiredError(`lock "${this.name}" was not acquired within ${waitMs} ms; it is held by someone else`);
+    }
+    return hold;
+  }
+
+  /** One attempt, or waits up to `waitMs` (default 0). Resolves true when acquired. */
+  async tryAcquire(options) {
+    const o = optionsObject(options, 'tryAcquire');
+    const waitMs = ms(o.waitMs, 'waitMs') ?? 0;
+    return (await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal))) !== null;
+  }
+
+  /** Releases one level. Rejects with ERR_NOT_OWNER if this handle does not hold it. */
+  async release() {
+    try {
+      await call(() => this.#native.release());
+    } finally {
+      this.#held.update(this);
+    }
+  }
+
+  /** Releases every level of this handle's hold. */
+  async releaseAll() {
+    try {
+      await call(() => this.#native.releaseAll());
+    } finally {
+      this.#held.update(this);
+    }
+  }
+
+  /** True if anyone holds the lock. */
+  isLocked() {
+    return call(() => this.#native.isLocked());
+  }
+
+  /** True if this handle holds the lock (as the server sees it). */
+  isHeld() {
+    return call(() => this.#native.isHeld());
+  }
+
+  /** This handle's hold count (as the server sees it). */
+  holdCount() {
+    return call(() => this.#native.holdCount());
+  }
+
+  /** Ms left on the lock's lease (whoever holds it); null when not locked. */
+  remainingLeaseMs() {
+    return call(() => this.#native.remainingLeaseMs());
+  }
+
+  /** Deletes the lock whoever holds it and wakes a waiter. True if it was locked. */
+  forceUnlock() {
+    return call(() => this.#native.forceUnlock());
+  }
+
+  /**
+   * Acquires, runs `fn(signal, hold)`, and always releases. `signal` aborts if the hold
+   * is lost meanwhile. With `waitMs`, rejects with NotAcquiredError when that runs out.
+   */
+  async using(fn, options) {
+    if (typeof fn !== 'function') throw new InvalidArgumentError('using() needs a function');
+    const hold = await this.acquire(options);
+    let result;
+    try {
+      result = await fn(hold.signal, hold);
+    } catch (e) {
+      try {
+        await hold.release();
+      } catch {
+        // The error of fn is the one to report.
+      }
+      throw e;
+    }
+    await hold.release();
+    return result;
+  }
+}
+
+module.exports = { Lock, Hold, HeldLocks, lostEvent };

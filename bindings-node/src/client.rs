@@ -1,0 +1,203 @@
+//! The client: connect, lock handles, lost-hold notifications, close.
+
+use std::panic::AssertUnwindSafe;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrolock::{LockKind, LockOptions};
+use napi::bindgen_prelude::{Buffer, Either, FnArgs, PromiseRaw};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
+use napi_derive::napi;
+
+use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
+use crate::lock::NativeLock;
+
+/// `(lock id, hold sequence number, message)`: a hold of a lock handle was lost.
+/// Weak (unref'd): it never keeps the event loop alive.
+type LostArgs = FnArgs<(u32, u32, String)>;
+type LostFn = ThreadsafeFunction<LostArgs, (), LostArgs, Status, false, true>;
+
+/// Longest wait for releasing a client's locks when its JS environment ends.
+const SHUTDOWN_ON_EXIT: Duration = Duration::from_secs(2);
+
+/// What the client and the lost callbacks of its locks share.
+pub(crate) struct Shared {
+    /// `None` once closed (or once the JS environment that made it went away).
+    client: Mutex<Option<ferrolock::Client>>,
+    on_lost: Mutex<Option<Arc<LostFn>>>,
+    next_lock: AtomicU32,
+}
+
+impl Shared {
+    /// Tells the JS layer that hold `seq` of lock `id` was lost.
+    pub(crate) fn tell_lost(&self, id: u32, seq: u32, message: &str) {
+        let on_lost = self.on_lost.lock().unwrap().clone();
+        if let Some(f) = on_lost {
+            f.call((id, seq, message.to_string()).into(), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+
+    /// Takes the client out (once) and drops the lost callback, which releases the
+    /// threadsafe function.
+    fn take(&self) -> Option<ferrolock::Client> {
+        self.on_lost.lock().unwrap().take();
+        self.client.lock().unwrap().take()
+    }
+}
+
+/// Settings for `connect`: durations in milliseconds, and the drift factor (a
+/// fraction of the lease, range-checked by the core builder).
+#[napi(object)]
+pub struct ConnectOptions {
+    pub watchdog_timeout_ms: Option<f64>,
+    pub response_timeout_ms: Option<f64>,
+    pub connect_timeout_ms: Option<f64>,
+    pub retry_window_ms: Option<f64>,
+    pub drift_factor: Option<f64>,
+}
+
+/// Connects a client (fails fast on an unreachable server or a bad URL).
+#[napi]
+pub fn connect<'env>(
+    env: &'env Env,
+    url: String,
+    options: Option<ConnectOptions>,
+) -> napi::Result<PromiseRaw<'env, NativeClient>> {
+    promise(env, async move {
+        let mut builder = ferrolock::Client::builder(url);
+        if let Some(o) = options {
+            if let Some(d) = millis(o.watchdog_timeout_ms, "watchdogTimeoutMs")? {
+                builder = builder.watchdog_timeout(d);
+            }
+            if let Some(d) = millis(o.response_timeout_ms, "responseTimeoutMs")? {
+                builder = builder.response_timeout(d);
+            }
+            if let Some(d) = millis(o.connect_timeout_ms, "connectTimeoutMs")? {
+                builder = builder.connect_timeout(d);
+            }
+            if let Some(d) = millis(o.retry_window_ms, "retryWindowMs")? {
+                builder = builder.retry_window(d);
+            }
+            if let Some(f) = o.drift_factor {
+                builder = builder.drift_factor(f);
+            }
+        }
+        let client = builder.connect().await.js()?;
+        Ok(NativeClient {
+            shared: Arc::new(Shared {
+                client: Mutex::new(Some(client.clone())),
+                on_lost: Mutex::new(None),
+                next_lock: AtomicU32::new(1),
+            }),
+            client,
+            hooked: AtomicBool::new(false),
+        })
+    })
+}
+
+#[napi]
+pub struct NativeClient {
+    client: ferrolock::Client,
+    shared: Arc<Shared>,
+    hooked: AtomicBool,
+}
+
+#[napi]
+impl NativeClient {
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.client.id().to_string()
+    }
+
+    /// Sets the function told about lost holds, and ties the client to this JS
+    /// environment: when the environment ends (a worker exits) the client shuts down.
+    #[napi]
+    pub fn set_lost_handler(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "(lockId: number, seq: number, message: string) => void")] callback: LostFn,
+    ) -> Result<()> {
+        caught(|| {
+            *self.shared.on_lost.lock().unwrap() = Some(Arc::new(callback));
+            if !self.hooked.swap(true, Ordering::AcqRel) {
+                env.add_env_cleanup_hook(self.shared.clone(), |shared| {
+                    if let Some(client) = shared.take() {
+                        // Releases what this environment still holds, synchronously: this hook
+                        // runs before the environment's objects are finalized, and the client
+                        // keeps every held holder alive, so `shutdown` releases them all before
+                        // the worker or process goes. (Left to the finalizers, the last handle's
+                        // drop would only start a shutdown that the exit does not wait for.)
+                        // Bounded, so an unreachable Redis cannot hold up a worker's or the
+                        // process's exit.
+                        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            napi::bindgen_prelude::block_on(async move {
+                                let _ = tokio::time::timeout(SHUTDOWN_ON_EXIT, client.shutdown()).await;
+                            })
+                        }));
+                    }
+                })
+                .js()?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A lock handle: a new holder. `kind` is "reentrant" or "fenced";
+    /// `holderId` / `owner` pick an explicit holder.
+    #[napi]
+    pub fn lock(
+        &self,
+        name: Either<String, Buffer>,
+        kind: String,
+        holder_id: Option<i64>,
+        owner: Option<String>,
+    ) -> Result<NativeLock> {
+        caught(|| {
+            let holder_id = match holder_id {
+                Some(id) if id < 0 => return Err(invalid(format!("holderId = {id} is negative"))),
+                other => other.map(|id| id as u64),
+            };
+            let options = LockOptions { kind: LockKind::from_str(&kind).js()?, holder_id, owner };
+            let lock = match &name {
+                Either::A(s) => self.client.lock_with(s.as_bytes(), options),
+                Either::B(b) => self.client.lock_with(&b[..], options),
+            }
+            .js()?;
+            let id = self.shared.next_lock.fetch_add(1, Ordering::Relaxed);
+            Ok(NativeLock::new(lock, id, self.shared.clone()))
+        })
+    }
+
+    /// Releases what this client holds, stops its waits (they reject with
+    /// `ERR_CANCELLED`) and closes its connections. Idempotent.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let client = self.shared.take();
+        promise(env, async move {
+            if let Some(client) = client {
+                client.shutdown().await.js()?;
+            }
+            Ok(())
+        })
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.shared.client.lock().unwrap().is_none()
+    }
+
+    /// Lock channels the client's pub/sub connection is subscribed to now.
+    #[napi]
+    pub fn subscribed_channels(&self) -> u32 {
+        self.client.subscribed_channels() as u32
+    }
+
+    /// Locks this client holds now.
+    #[napi]
+    pub fn held_count(&self) -> u32 {
+        self.client.held_count() as u32
+    }
+}

@@ -1,0 +1,231 @@
+//! A lock handle, and the numbering of its holds that lets `lib/lock.js` tell a
+//! re-entry from a new hold and a current hold's loss from an old one's.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferrolock::{AcquireOptions, Released};
+use napi::bindgen_prelude::{BigInt, PromiseRaw};
+use napi::Env;
+use napi_derive::napi;
+use tokio::sync::watch;
+
+use crate::cancel::Abort;
+use crate::client::Shared;
+use crate::errors::{cancelled, millis, promise, IntoJs, Result};
+
+/// What one successful acquire returns.
+#[napi(object)]
+pub struct HoldInfo {
+    /// Hold count right after this acquisition (1 = a new hold).
+    pub count: u32,
+    /// Fencing token (fenced locks).
+    pub token: Option<BigInt>,
+    /// Sequence number of the hold this acquisition belongs to (re-entries share it).
+    pub seq: u32,
+}
+
+#[derive(Default)]
+struct Holds {
+    seq: u32,
+    /// The lost signal of the current hold, to tell a re-entry from a new hold.
+    current: Option<watch::Receiver<Option<ferrolock::Error>>>,
+}
+
+/// The core handle and its hold numbering, shared with the calls in flight.
+struct Handle {
+    lock: ferrolock::Lock,
+    /// Also held by the lost callback (which must not hold `lock`: that would be a cycle).
+    holds: Arc<Mutex<Holds>>,
+}
+
+impl Handle {
+    /// Numbers the hold: a re-entry keeps the number of the hold it enters.
+    fn track(&self, hold: &ferrolock::Hold) -> u32 {
+        let lost = hold.lost_watch();
+        let mut holds = self.holds.lock().unwrap();
+        if !holds.current.as_ref().is_some_and(|c| c.same_channel(&lost)) {
+            holds.seq = holds.seq.wrapping_add(1);
+            holds.current = Some(lost);
+        }
+        holds.seq
+    }
+
+    /// After a release: forgets the current hold once this holder holds nothing.
+    fn released(&self) {
+        if self.lock.local_hold_count() > 0 {
+            return;
+        }
+        let mut holds = self.holds.lock().unwrap();
+        // A hold that ended lost stays current until its 'lost' event is out.
+        if holds.current.as_ref().is_some_and(|c| c.borrow().is_none()) {
+            holds.current = None;
+        }
+    }
+}
+
+#[napi]
+pub struct NativeLock {
+    handle: Arc<Handle>,
+    id: u32,
+}
+
+impl NativeLock {
+    /// Wraps a new core handle whose losses are told to the client's lost handler as lock `id`.
+    pub(crate) fn new(lock: ferrolock::Lock, id: u32, shared: Arc<Shared>) -> NativeLock {
+        let holds = Arc::new(Mutex::new(Holds::default()));
+        let tracked = holds.clone();
+        // Told by core (from a background thread) when a hold of this handle is lost.
+        lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
+            let seq = {
+                let holds = tracked.lock().unwrap();
+                // Only the current hold matters: the JS layer ignores holds already over.
+                match &holds.current {
+                    Some(current) if current.borrow().is_some() => holds.seq,
+                    _ => return,
+                }
+            };
+            shared.tell_lost(id, seq, event.error.message());
+        })));
+        NativeLock { handle: Arc::new(Handle { lock, holds }), id }
+    }
+
+    /// Runs `f` on the runtime with the handle; the promise settles with its result.
+    fn run<'env, T, F>(&self, env: &'env Env, f: impl FnOnce(Arc<Handle>) -> F) -> napi::Result<PromiseRaw<'env, T>>
+    where
+        T: napi::bindgen_prelude::ToNapiValue + Send + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
+        promise(env, f(self.handle.clone()))
+    }
+}
+
+#[napi]
+impl NativeLock {
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.handle.lock.name().to_string()
+    }
+
+    /// The owner field this holder writes: `<client-id>:<holder-id>`.
+    #[napi(getter)]
+    pub fn owner(&self) -> String {
+        self.handle.lock.owner().to_string()
+    }
+
+    /// Which lock: "reentrant" or "fenced" (the core's name of its kind).
+    #[napi(getter)]
+    pub fn kind(&self) -> &'static str {
+        self.handle.lock.kind().as_str()
+    }
+
+    #[napi(getter)]
+    pub fn fenced(&self) -> bool {
+        self.handle.lock.is_fenced()
+    }
+
+    /// Fencing token of the current hold (local view).
+    #[napi(getter)]
+    pub fn token(&self) -> Option<BigInt> {
+        self.handle.lock.token().map(BigInt::from)
+    }
+
+    /// True if this holder's latest hold was lost (until it acquires again).
+    #[napi(getter)]
+    pub fn lost(&self) -> bool {
+        self.handle.lock.is_lost()
+    }
+
+    /// Hold count as this holder knows it (no round-trip).
+    #[napi(getter)]
+    pub fn local_hold_count(&self) -> u32 {
+        self.handle.lock.local_hold_count()
+    }
+
+    /// Acquires, waiting at most `waitMs` (unbounded when absent); `null` when not
+    /// acquired in time. `cancelId` (from `newCancel`) lets the caller abort the wait.
+    #[napi]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        wait_ms: Option<f64>,
+        lease_ms: Option<f64>,
+        cancel_id: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'env, Option<HoldInfo>>> {
+        let mut abort = Abort::take(cancel_id);
+        self.run(env, |h| async move {
+            let options = AcquireOptions { wait: millis(wait_ms, "waitMs")?, lease: millis(lease_ms, "leaseMs")? };
+            if abort.already() {
+                return Err(cancelled());
+            }
+            // Dropping the acquire future leaves nothing held and no subscription.
+            let result = tokio::select! {
+                r = h.lock.acquire_hold(options) => r,
+                _ = abort.cancelled() => return Err(cancelled()),
+            };
+            Ok(result.js()?.map(|hold| HoldInfo {
+                count: hold.hold_count(),
+                token: hold.token().map(BigInt::from),
+                seq: h.track(&hold),
+            }))
+        })
+    }
+
+    /// Releases one level; resolves with the levels left (0 = unlocked).
+    #[napi]
+    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
+        self.run(env, |h| async move {
+            let result = h.lock.release().await;
+            h.released();
+            match result.js()? {
+                Released::StillHeld(n) => Ok(n),
+                Released::Unlocked => Ok(0),
+            }
+        })
+    }
+
+    /// Releases every level at once.
+    #[napi]
+    pub fn release_all<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.run(env, |h| async move {
+            let result = h.lock.release_all().await;
+            h.released();
+            result.js().map(|_| ())
+        })
+    }
+
+    #[napi]
+    pub fn is_locked<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        self.run(env, |h| async move { h.lock.is_locked().await.js() })
+    }
+
+    #[napi]
+    pub fn is_held<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        self.run(env, |h| async move { h.lock.is_held().await.js() })
+    }
+
+    #[napi]
+    pub fn hold_count<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
+        self.run(env, |h| async move { h.lock.hold_count().await.js() })
+    }
+
+    /// Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
+    /// for a lock without expiry.
+    #[napi]
+    pub fn remaining_lease_ms<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+        self.run(env, |h| async move {
+            let left = h.lock.remaining_lease().await.js()?;
+            Ok(left.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_millis() as f64 }))
+        })
+    }
+
+    #[napi]
+    pub fn force_unlock<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
+        self.run(env, |h| async move { h.lock.force_unlock().await.js() })
+    }
+}

@@ -1,0 +1,43 @@
+// Type-level check (tsc, run by test.sh): the hand-written public declarations
+// (index.d.ts) agree with the generated native ones (native.d.ts) wherever the JS
+// layer (lib/) passes a native value or option through. Compiles or fails; never runs.
+
+import type * as native from '../../native';
+import type { Client, ConnectOptions, Hold, Lock, LockKind } from '../..';
+
+/** Exactly the same type. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+// napi declares a returned `Option` as `T | undefined | null`; at run time it is `T | null`.
+type Napi<T> = Exclude<T, undefined>;
+type Resolved<F extends (...args: any) => any> = Napi<Awaited<ReturnType<F>>>;
+
+declare function agree<A, B>(same: Equal<A, B>): void;
+
+// Client.connect passes its options through.
+agree<Required<native.ConnectOptions>, Required<ConnectOptions>>(true);
+agree<Parameters<typeof native.connect>[0], Parameters<typeof Client.connect>[0]>(true);
+
+// Getters and queries of the client.
+agree<native.NativeClient['id'], Client['id']>(true);
+agree<native.NativeClient['closed'], Client['closed']>(true);
+agree<ReturnType<native.NativeClient['subscribedChannels']>, ReturnType<Client['subscribedChannels']>>(true);
+agree<ReturnType<native.NativeClient['heldCount']>, ReturnType<Client['heldCount']>>(true);
+
+// Getters and queries of a lock.
+agree<native.NativeLock['name'], Lock['name']>(true);
+agree<native.NativeLock['owner'], Lock['owner']>(true);
+agree<native.NativeLock['fenced'], Lock['fenced']>(true);
+agree<native.NativeLock['lost'], Lock['lost']>(true);
+agree<native.NativeLock['token'], Lock['token']>(true);
+agree<Resolved<native.NativeLock['isLocked']>, Awaited<ReturnType<Lock['isLocked']>>>(true);
+agree<Resolved<native.NativeLock['isHeld']>, Awaited<ReturnType<Lock['isHeld']>>>(true);
+agree<Resolved<native.NativeLock['holdCount']>, Awaited<ReturnType<Lock['holdCount']>>>(true);
+agree<Resolved<native.NativeLock['remainingLeaseMs']>, Awaited<ReturnType<Lock['remainingLeaseMs']>>>(true);
+agree<Resolved<native.NativeLock['forceUnlock']>, Awaited<ReturnType<Lock['forceUnlock']>>>(true);
+
+// The kind is the core's name of it: every public kind is a native one.
+agree<LockKind extends native.NativeLock['kind'] ? true : false, true>(true);
+
+// A hold is made from what acquire resolves with (`token ?? null`, `count`).
+agree<Napi<native.HoldInfo['token']> | null, Hold['token']>(true);
+agree<native.HoldInfo['count'], Hold['holdCount']>(true);
