@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -154,6 +155,9 @@ def test_cancelling_a_waiting_acquire_leaves_nothing_behind(url: str, r: redis.R
         await holder.acquire()
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(waiter.acquire(), 0.1)
+        # The Rust side of the cancelled acquire goes away a moment after asyncio's
+        # cancel: release only once it has (as above), so no hand-off can reach it.
+        await eventually(lambda: no_subscriptions(client), what="the timed-out waiter to unsubscribe")
         await holder.release()
         assert not await holder.locked()
 
@@ -228,15 +232,36 @@ def test_fenced_tokens(url: str, name: str) -> None:
     run(main, url)
 
 
-def test_sync_and_async_locks_exclude_each_other(url: str, client: ferrolock.Client, name: str) -> None:
-    sync_lock = client.lock(name)
-
+def test_lock_kinds_and_reprs(url: str, client: ferrolock.Client, name: str) -> None:
     async def main(aclient: ferrolock.aio.Client) -> None:
-        alock = aclient.lock(name)
-        async with alock:
-            assert not await asyncio.to_thread(sync_lock.acquire, False)
-        assert await asyncio.to_thread(sync_lock.acquire, False)
-        assert not await alock.acquire(blocking=False)
-        await asyncio.to_thread(sync_lock.release)
+        for c, api in ((client, "ferrolock"), (aclient, "ferrolock.aio")):
+            plain, fenced = c.lock(name), c.fenced_lock(name + ":fenced")
+            assert (plain.kind, plain.fenced) == ("reentrant", False)
+            assert (fenced.kind, fenced.fenced) == ("fenced", True)
+            assert repr(plain) == f"<{api}.Lock lock {name!r}>"
+            assert repr(fenced) == f"<{api}.Lock fenced lock {name + ':fenced'!r}>"
+            assert repr(c) == f"<{api}.Client id={c.id}>"
+        assert ferrolock.Lock.__module__ == ferrolock.Client.__module__ == "ferrolock"
 
     run(main, url)
+
+
+def test_sync_and_async_locks_exclude_each_other(url: str, client: ferrolock.Client, name: str) -> None:
+    sync_lock = client.lock(name)
+    # One thread for sync_lock, whose holder is (lock object, thread): two
+    # asyncio.to_thread calls may run on two executor threads.
+    thread = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    async def main(aclient: ferrolock.aio.Client) -> None:
+        loop = asyncio.get_running_loop()
+        alock = aclient.lock(name)
+        async with alock:
+            assert not await loop.run_in_executor(thread, sync_lock.acquire, False)
+        assert await loop.run_in_executor(thread, sync_lock.acquire, False)
+        assert not await alock.acquire(blocking=False)
+        await loop.run_in_executor(thread, sync_lock.release)
+
+    try:
+        run(main, url)
+    finally:
+        thread.shutdown()

@@ -61,6 +61,11 @@ def test_bad_names(client: ferrolock.Client, bad_name: str) -> None:
         client.fenced_lock(bad_name)
 
 
+def test_unknown_lock_kind(client: ferrolock.Client, name: str) -> None:
+    with pytest.raises(ferrolock.InvalidArgumentError, match="unknown lock kind"):
+        ferrolock.Lock(client, name, kind="semaphore")
+
+
 @pytest.mark.parametrize(
     ("timeout", "lease"),
     [(-2.0, None), (math.nan, None), (math.inf, None), (8 * 86400.0, None), (1.0, 0.0), (1.0, -1.0), (1.0, math.nan)],

@@ -31,48 +31,28 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _caller_ended, _HeldLocks, _native, _PerCallerHolders, _wait_seconds, logger
-from ._errors import (
-    ConnectionError,
-    InvalidArgumentError,
-    LockError,
-    LockLostError,
-    LockTimeoutError,
-    NotOwnedError,
-    PermissionDeniedError,
-    WrongTypeError,
-)
+from . import _errors, _native
+from ._client import _ClientBase
+from ._errors import *  # every exception class: _errors.__all__
+from ._holds import _caller_ended, logger
+from ._lock import _LockBase, _wait_seconds
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = [
-    "Client",
-    "Lock",
-    "OnLost",
-    "LockError",
-    "NotOwnedError",
-    "LockLostError",
-    "LockTimeoutError",
-    "ConnectionError",
-    "WrongTypeError",
-    "InvalidArgumentError",
-    "PermissionDeniedError",
-]
+__all__ = ["Client", "Lock", "OnLost"]
+__all__ += _errors.__all__
 
 OnLost = Callable[["Lock"], object]
 """Type of an ``on_lost`` callback: called with the lock, from a background thread
 (use ``loop.call_soon_threadsafe`` to get back to the event loop)."""
 
 
-class Client:
+class Client(_ClientBase):
     """A connection to one Redis deployment for asyncio code. Make it with
     ``await Client.connect(url)``; use it with ``async with`` or ``await client.close()``."""
 
-    def __init__(self, native: _native.Client) -> None:
-        """Wraps a connected native client; use :meth:`connect` instead."""
-        self._native = native
-        self._held = _HeldLocks()
+    _PUBLIC_NAME = "ferrolock.aio.Client"
 
     @classmethod
     async def connect(
@@ -94,35 +74,17 @@ class Client:
         logger.debug("ferrolock client %s connected (asyncio)", native.id)
         return cls(native)
 
-    @property
-    def id(self) -> str:
-        """This client's id (UUID v4), the first half of every owner field it writes."""
-        return self._native.id
-
-    @property
-    def watchdog_timeout(self) -> float:
-        """Lease of watchdog-renewed locks, in seconds."""
-        return self._native.watchdog_timeout
-
     def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """A re-entrant lock on ``name``; holders are (this object, asyncio task).
 
         ``on_lost(lock)`` is called from a background thread when a hold is lost.
         With ``holder_id``, every task using this object acts as one holder.
         """
-        return Lock(self, name, fenced=False, on_lost=on_lost, holder_id=holder_id)
+        return Lock(self, name, kind="reentrant", on_lost=on_lost, holder_id=holder_id)
 
     def fenced_lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """Like :meth:`lock`, for a fenced lock with strictly increasing tokens."""
-        return Lock(self, name, fenced=True, on_lost=on_lost, holder_id=holder_id)
-
-    def subscribed_channels(self) -> int:
-        """Number of lock channels this client is subscribed to (waiting acquires)."""
-        return self._native.subscribed_channels()
-
-    def held_count(self) -> int:
-        """Number of locks this client currently holds."""
-        return self._native.held_count()
+        return Lock(self, name, kind="fenced", on_lost=on_lost, holder_id=holder_id)
 
     async def close(self) -> None:
         """Releases every lock this client still holds (including holds left by
@@ -144,9 +106,6 @@ class Client:
     ) -> None:
         await self.close()
 
-    def __repr__(self) -> str:
-        return f"<ferrolock.aio.Client id={self.id}>"
-
 
 class _TaskSlot:
     """A task's holder of one :class:`Lock`, and the done-callback that reports the
@@ -167,7 +126,7 @@ def _current_task() -> asyncio.Task[object]:
     return task
 
 
-class Lock(_PerCallerHolders):
+class Lock(_LockBase[Client]):
     """A distributed re-entrant lock for asyncio; the holder is (this object, the
     current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`.
 
@@ -176,23 +135,10 @@ class Lock(_PerCallerHolders):
     of the task that holds, keeps the hold (the client keeps this object alive;
     a task that ends while holding is logged as a warning)."""
 
-    def __init__(
-        self,
-        client: Client,
-        name: str,
-        *,
-        fenced: bool = False,
-        on_lost: OnLost | None = None,
-        holder_id: int | None = None,
-    ) -> None:
-        self._client = client
-        self._on_lost = on_lost
-        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
-        super().__init__(client._native, client._held, name, fenced, holder_id)
+    _PUBLIC_NAME = "ferrolock.aio.Lock"
 
-    def _notify_lost(self) -> None:
-        if self._on_lost is not None:
-            self._on_lost(self)
+    def _init_callers(self) -> None:
+        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
 
     def _lookup(self, strict: bool) -> _native.Holder | None:
         task = _current_task() if strict else asyncio.current_task()
@@ -222,11 +168,6 @@ class Lock(_PerCallerHolders):
         elif not holds and slot.watch is not None:
             task.remove_done_callback(slot.watch)
             slot.watch = None
-
-    @property
-    def client(self) -> Client:
-        """The client this lock was made from."""
-        return self._client
 
     async def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
         """Acquires the lock for the current task (see :meth:`ferrolock.Lock.acquire`).
@@ -273,7 +214,7 @@ class Lock(_PerCallerHolders):
         """Async context manager that acquires (waiting at most ``timeout`` seconds,
         None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
         if not await self.acquire(True, timeout, lease=lease):
-            raise LockTimeoutError(f'lock "{self.name}" was not acquired within {timeout} s; it is held by another holder')
+            raise self._timed_out(timeout)
         try:
             yield self
         finally:
@@ -301,18 +242,6 @@ class Lock(_PerCallerHolders):
         """Deletes the lock whoever holds it and wakes a waiter. True if it was locked."""
         return await self._probe.force_unlock_async()
 
-    @property
-    def lost(self) -> bool:
-        """True if the current task's current hold was lost (until it acquires again)."""
-        holder = self._current()
-        return holder is not None and holder.lost
-
-    @property
-    def token(self) -> int | None:
-        """Fenced locks: the fencing token of the current task's current hold."""
-        holder = self._current()
-        return None if holder is None else holder.token
-
     async def __aenter__(self) -> Self:
         await self.acquire()
         return self
@@ -324,7 +253,3 @@ class Lock(_PerCallerHolders):
         tb: TracebackType | None,
     ) -> None:
         await self.release()
-
-    def __repr__(self) -> str:
-        kind = "fenced lock" if self._fenced else "lock"
-        return f"<ferrolock.aio.Lock {kind} {self.name!r}>"

@@ -1,0 +1,92 @@
+"""Holds that outlive their caller: the client keeps the lock objects that hold
+alive (:class:`_HeldLocks`), and a thread or task that ends while it holds is
+reported (:func:`_caller_ended`); the hold stays either way."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from . import _native
+
+if TYPE_CHECKING:
+    from ._lock import _LockBase
+
+logger = logging.getLogger("ferrolock")
+"""The logger every ferrolock message goes to."""
+
+
+class _HeldLocks:
+    """The lock objects of one client that hold, each with its holding native
+    holders (one per thread or task, or the shared one of ``holder_id``).
+
+    The client keeps these objects alive while they hold, so that a hold never
+    ends, nor loses its ``on_lost`` callback, because its lock object was
+    garbage-collected or its thread or task ended (the core keeps the hold
+    itself). :meth:`track` runs after every acquire and release, :meth:`settle`
+    after a loss, :meth:`clear` when the client closes; the hold count is read
+    under the mutex, so the last call after a change of a holder's count decides.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._locks: dict[_LockBase[Any], set[_native.Holder]] = {}
+
+    def track(self, lock: _LockBase[Any], holder: _native.Holder) -> None:
+        """Keeps ``lock`` while ``holder`` holds; forgets it when no holder of it does."""
+        with self._mutex:
+            holders = self._locks.get(lock)
+            if holder.local_hold_count() > 0:
+                if holders is None:
+                    self._locks[lock] = {holder}
+                else:
+                    holders.add(holder)
+            elif holders is not None:
+                holders.discard(holder)
+                self._forget_released(lock, holders)
+
+    def settle(self, lock: _LockBase[Any]) -> None:
+        """Forgets the holders of ``lock`` that hold no more (after a loss)."""
+        with self._mutex:
+            holders = self._locks.get(lock)
+            if holders is not None:
+                self._forget_released(lock, holders)
+
+    def _forget_released(self, lock: _LockBase[Any], holders: set[_native.Holder]) -> None:
+        for holder in [h for h in holders if h.local_hold_count() == 0]:
+            holders.discard(holder)
+        if not holders:
+            del self._locks[lock]
+
+    def clear(self) -> None:
+        """Forgets everything (the client closed: the core released or dropped every hold)."""
+        with self._mutex:
+            self._locks.clear()
+
+
+def _caller_ended(
+    kind: str, caller: str, ref: weakref.ReferenceType[_LockBase[Any]], holder: _native.Holder, pid: int
+) -> None:
+    """A thread or task that used ``holder`` ended: warn if it still holds (the
+    hold stays, kept by the client). Not when the lock object itself is being
+    collected (with its client), in a forked child, or at interpreter exit."""
+    if pid != os.getpid() or sys.is_finalizing():
+        return
+    lock = ref()
+    if lock is None:
+        return
+    count = holder.local_hold_count()
+    if count > 0:
+        logger.warning(
+            '%s "%s" ended while holding lock "%s" (owner %s, %d level(s)); '
+            "the hold stays until the client is closed or its lease ends",
+            kind,
+            caller,
+            lock.name,
+            holder.owner,
+            count,
+        )

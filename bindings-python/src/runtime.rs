@@ -1,0 +1,240 @@
+//! Where core futures run: on the process-wide runtime (`ferrolock::runtime::shared`,
+//! rebuilt in a forked child), either blocking the calling thread ([`block`]) or
+//! as an asyncio future ([`awaitable`]). Also the fork guard [`Local`] and
+//! [`quiesce`], which lets background threads leave the interpreter at exit.
+
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use ferrolock::ErrorKind;
+use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
+use pyo3_async_runtimes::generic::{self, ContextExt};
+use pyo3_async_runtimes::TaskLocals;
+
+use crate::errors::{to_py, PyResultExt};
+
+/// How long a blocking call waits before it looks for pending signals (Ctrl-C).
+const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+// ---------------------------------------------------------------------------
+// Fork safety.
+
+/// A value that belongs to the process that made it. In a forked child its
+/// destructor is skipped: the parent's runtime threads do not exist there, and
+/// the locks they may have held at fork time would never be released.
+pub(crate) struct Local<T> {
+    pid: u32,
+    value: ManuallyDrop<T>,
+}
+
+impl<T> Local<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Local { pid: std::process::id(), value: ManuallyDrop::new(value) }
+    }
+
+    pub(crate) fn is_foreign(&self) -> bool {
+        self.pid != std::process::id()
+    }
+}
+
+impl<T> std::ops::Deref for Local<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> Drop for Local<T> {
+    fn drop(&mut self) {
+        if !self.is_foreign() {
+            // SAFETY: dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.value) }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Blocking calls.
+
+pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
+    ferrolock::runtime::shared()
+        .map_err(|e| ferrolock::Error::new(ErrorKind::Internal, format!("cannot start the ferrolock runtime: {e}")))
+        .py()
+}
+
+/// Runs `fut` to completion on the shared runtime with the GIL released, looking
+/// for signals every [`SIGNAL_SLICE`]. On KeyboardInterrupt (or any exception a
+/// signal handler raises) the future is dropped, which core guarantees leaves
+/// nothing held and no subscription behind.
+pub(crate) fn block<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = ferrolock::Result<T>> + Send,
+    T: Send,
+{
+    let rt = runtime()?;
+    let mut fut = Box::pin(fut);
+    loop {
+        let step = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, fut.as_mut()).await }));
+        match step {
+            Ok(result) => return result.py(),
+            Err(_elapsed) => {
+                if let Err(interrupt) = py.check_signals() {
+                    let _context = rt.enter();
+                    drop(fut);
+                    return Err(interrupt);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The asyncio bridge.
+
+tokio::task_local! {
+    static TASK_LOCALS: std::cell::OnceCell<TaskLocals>;
+}
+
+/// pyo3-async-runtimes' generic bridge on ferrolock's shared runtime (rebuilt after fork).
+struct SharedRuntime;
+
+struct JoinFailed(tokio::task::JoinError);
+
+impl generic::JoinError for JoinFailed {
+    fn is_panic(&self) -> bool {
+        self.0.is_panic()
+    }
+    fn into_panic(self) -> Box<dyn std::any::Any + Send + 'static> {
+        self.0.into_panic()
+    }
+}
+
+struct Joined(tokio::task::JoinHandle<()>);
+
+impl Future for Joined {
+    type Output = Result<(), JoinFailed>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|r| r.map_err(JoinFailed))
+    }
+}
+
+fn shared_or_abort() -> Arc<tokio::runtime::Runtime> {
+    ferrolock::runtime::shared().expect("cannot start the ferrolock runtime")
+}
+
+impl generic::Runtime for SharedRuntime {
+    type JoinError = JoinFailed;
+    type JoinHandle = Joined;
+
+    fn spawn<F>(fut: F) -> Joined
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        Joined(shared_or_abort().spawn(fut))
+    }
+
+    fn spawn_blocking<F>(f: F) -> Joined
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        // pyo3-async-runtimes delivers results to asyncio from here, holding the GIL.
+        let busy = InPython::enter();
+        Joined(shared_or_abort().spawn_blocking(move || {
+            let _busy = busy;
+            f()
+        }))
+    }
+}
+
+impl ContextExt for SharedRuntime {
+    fn scope<F, R>(locals: TaskLocals, fut: F) -> Pin<Box<dyn Future<Output = R> + Send>>
+    where
+        F: Future<Output = R> + Send + 'static,
+    {
+        let cell = std::cell::OnceCell::new();
+        let _ = cell.set(locals);
+        Box::pin(TASK_LOCALS.scope(cell, fut))
+    }
+
+    fn get_task_locals() -> Option<TaskLocals> {
+        TASK_LOCALS.try_with(|c| c.get().cloned()).unwrap_or_default()
+    }
+}
+
+/// Wraps a core future into an asyncio future on the running loop. Cancelling the
+/// asyncio future drops the Rust future.
+pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = ferrolock::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    // Make sure this process has its runtime before the bridge spawns on it.
+    runtime()?;
+    generic::future_into_py::<SharedRuntime, _, Reply<T>>(py, async move { Ok(Reply(fut.await)) })
+}
+
+/// A core result on its way to asyncio: turned into a value or an exception where
+/// the bridge holds the GIL anyway, never on a runtime worker.
+struct Reply<T>(ferrolock::Result<T>);
+
+impl<'py, T> IntoPyObject<'py> for Reply<T>
+where
+    T: IntoPyObject<'py>,
+{
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.0 {
+            Ok(value) => value.into_bound_py_any(py),
+            Err(err) => Err(to_py(py, err)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Leaving the interpreter at exit.
+
+/// Background threads that are about to enter, or are inside, the interpreter
+/// (asyncio result delivery, on_lost callbacks). `quiesce` waits for them at exit:
+/// a thread leaving the interpreter while it finalizes crashes the process.
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a background thread in [`IN_PYTHON`] while it lives.
+pub(crate) struct InPython;
+
+impl InPython {
+    pub(crate) fn enter() -> InPython {
+        IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+        InPython
+    }
+}
+
+impl Drop for InPython {
+    fn drop(&mut self) {
+        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (GIL released) up to `timeout` seconds until no background thread is
+/// delivering a result or a callback into Python. Registered with `atexit`.
+#[pyfunction]
+pub(crate) fn quiesce(py: Python<'_>, timeout: f64) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.clamp(0.0, 60.0));
+    py.detach(|| loop {
+        if IN_PYTHON.load(Ordering::SeqCst) == 0 {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    })
+}
