@@ -135,9 +135,10 @@ impl Client {
         self.ctx.hub.subscribed_channels()
     }
 
-    /// Number of acquires of this client waiting right now (on any lock).
+    /// Number of acquires of this client waiting right now for a release (on any
+    /// lock): tried, subscribed, and parked until a message, a lease's end or their deadline.
     pub fn waiting_acquires(&self) -> usize {
-        self.ctx.hub.waiting()
+        self.ctx.hub.parked()
     }
 
     /// Number of locks this client currently holds (any depth counts once).

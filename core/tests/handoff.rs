@@ -15,21 +15,25 @@ use ferrolock::{AcquireOptions, ErrorKind, Lock};
 use redis::AsyncCommands;
 
 /// Spawns `lock.acquire_with(options)` and returns once it is waiting: subscribed,
-/// and its two attempts (before and after subscribing) have run.
+/// its two attempts (before and after subscribing) have run, and it is parked
+/// (so a release may hand the lock to it).
 async fn spawn_waiter(
     raw: &redis::aio::MultiplexedConnection,
+    client: &ferrolock::Client,
     lock: &Lock,
     options: AcquireOptions,
 ) -> tokio::task::JoinHandle<ferrolock::Result<ferrolock::Hold>> {
     let mut raw = raw.clone();
     let calls = script_calls(&mut raw).await;
+    let parked = client.waiting_acquires();
     let waiting = tokio::spawn({
         let lock = lock.clone();
         async move { lock.acquire_with(options).await.map(|g| g.expect("an unbounded wait acquires").into_hold()) }
     });
-    eventually(Duration::from_secs(5), "the waiter tried twice", || {
+    eventually(Duration::from_secs(5), "the waiter tried twice and parked", || {
         let mut raw = raw.clone();
-        async move { script_calls(&mut raw).await == calls + 2 }
+        let now_parked = client.waiting_acquires();
+        async move { script_calls(&mut raw).await == calls + 2 && now_parked == parked + 1 }
     })
     .await;
     waiting
@@ -54,7 +58,7 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client_in_one_call() {
     load_scripts(&a).await;
     let held = a.acquire().await.unwrap();
     let lease = Duration::from_secs(5);
-    let waiting = spawn_waiter(&raw, &b, AcquireOptions { wait: None, lease: Some(lease) }).await;
+    let waiting = spawn_waiter(&raw, &c, &b, AcquireOptions { wait: None, lease: Some(lease) }).await;
     let (scripts, publishes) = (script_calls(&mut raw).await, command_calls(&mut raw, &["publish"]).await);
 
     held.release().await.unwrap();
@@ -73,7 +77,7 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client_in_one_call() {
     assert_eq!(a.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
 
     // Back to A, on the watchdog: renewed once the release has answered.
-    let waiting = spawn_waiter(&raw, &a, AcquireOptions::default()).await;
+    let waiting = spawn_waiter(&raw, &c, &a, AcquireOptions::default()).await;
     assert_eq!(b.release().await.unwrap(), ferrolock::Released::Unlocked);
     let _hold = waiting.await.unwrap().unwrap();
     let report = c.renew_held_locks().await.unwrap();
@@ -93,7 +97,7 @@ async fn a_handed_over_fenced_lock_gets_the_next_token_and_the_watchdog() {
     load_scripts(&a).await;
     let held = a.acquire().await.unwrap();
     let first = held.token().unwrap();
-    let waiting = spawn_waiter(&raw, &b, AcquireOptions::default()).await;
+    let waiting = spawn_waiter(&raw, &c, &b, AcquireOptions::default()).await;
     let scripts = script_calls(&mut raw).await;
 
     held.release().await.unwrap();
@@ -119,7 +123,7 @@ async fn a_hold_handed_over_by_a_holder_that_had_lost_it_is_reported_lost() {
     let other = client(&server.url(), 30_000).await;
     let (a, b) = (c.lock("gone").unwrap(), c.lock("gone").unwrap());
     let _held = a.acquire().await.unwrap().into_hold();
-    let waiting = spawn_waiter(&raw, &b, AcquireOptions::default()).await;
+    let waiting = spawn_waiter(&raw, &c, &b, AcquireOptions::default()).await;
     // A's hold vanishes behind its back (no message) and another client takes the lock.
     let _: i64 = raw.del("gone").await.unwrap();
     let intruder = other.lock("gone").unwrap();
@@ -147,7 +151,7 @@ async fn a_waiter_that_leaves_during_a_hand_off_leaves_nothing_held() {
     let mut handed_before_abort = 0;
     for _ in 0..30 {
         let _held = a.acquire().await.unwrap().into_hold();
-        let waiting = spawn_waiter(&raw, &b, AcquireOptions::default()).await;
+        let waiting = spawn_waiter(&raw, &c, &b, AcquireOptions::default()).await;
         let release = tokio::spawn({
             let a = a.clone();
             async move { a.release().await }
@@ -182,7 +186,7 @@ async fn a_streak_of_hand_offs_ends_with_a_plain_release_that_publishes() {
     let mut published_at = Vec::new();
     for release in 1..=27 {
         // The other holder is queued (its attempts done) before each release.
-        let waiting = spawn_waiter(&raw, &other, AcquireOptions::default()).await;
+        let waiting = spawn_waiter(&raw, &c, &other, AcquireOptions::default()).await;
         let publishes = command_calls(&mut raw, &["publish"]).await;
         holder.release().await.unwrap();
         waiting.await.unwrap().unwrap();

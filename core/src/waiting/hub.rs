@@ -82,6 +82,8 @@ pub(super) struct Shared {
     waiting: AtomicUsize,
     /// Set once the server refused a subscription (ACL): warned about once per client.
     pub refused_warned: AtomicBool,
+    /// Acquires parked between tries, waiting for a wake-up.
+    parked: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -191,6 +193,7 @@ impl Hub {
             shutdown,
             waiting: AtomicUsize::new(0),
             refused_warned: AtomicBool::new(false),
+            parked: AtomicUsize::new(0),
         };
         Hub { shared: Arc::new(shared) }
     }
@@ -271,10 +274,17 @@ impl Hub {
         })
     }
 
-    /// Waiting acquires of this client, on every channel.
-    pub fn waiting(&self) -> usize {
-        self.shared.waiting.load(Ordering::Acquire)
+    /// Acquires of this client parked between tries (on every channel).
+    pub fn parked(&self) -> usize {
+        self.shared.parked.load(Ordering::Acquire)
     }
+
+    /// Counts an acquire as parked until the guard drops.
+    pub fn park(&self) -> Parked<'_> {
+        self.shared.parked.fetch_add(1, Ordering::AcqRel);
+        Parked(self)
+    }
+
 
     /// Number of channels this client is subscribed to right now.
     pub fn subscribed_channels(&self) -> usize {
@@ -295,3 +305,11 @@ impl Hub {
     }
 }
 
+/// An acquire parked between tries (see [`Hub::park`]).
+pub(crate) struct Parked<'a>(&'a Hub);
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.shared.parked.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -143,6 +143,7 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
                 None => std::future::pending().await,
             }
         };
+        let _parked = channel.hub.park();
         tokio::select! {
             _ = waiter.woken() => {}
             _ = sleep => {}
