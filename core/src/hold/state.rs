@@ -45,6 +45,27 @@ pub(crate) struct HoldState {
     deadline_task: Option<AbortHandle>,
 }
 
+/// An acquisition to apply to the local view (see [`HoldCell::apply`]).
+pub(crate) struct Acquired {
+    pub count: u32,
+    pub token: Option<u64>,
+    /// The explicit lease (`None`: the watchdog's).
+    pub lease_ms: Option<u64>,
+    /// When the acquiring call was sent: the lease runs from no earlier.
+    pub sent_at: Instant,
+    /// Hand-offs in a row that led to it (0: taken by an attempt of its own).
+    pub streak: u32,
+    /// Handed over by a release whose script has not answered yet.
+    pub unconfirmed: bool,
+}
+
+impl Acquired {
+    /// Taken by an attempt of the holder's own.
+    pub fn by_attempt(count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Acquired {
+        Acquired { count, token, lease_ms, sent_at, streak: 0, unconfirmed: false }
+    }
+}
+
 /// One holder's hold state, with what it needs to tell a loss.
 pub(crate) struct HoldCell {
     pub ctx: Arc<Ctx>,
@@ -86,19 +107,10 @@ impl HoldCell {
         (st.count > 0).then(|| Hold { token: st.token, count: st.count, lost: st.lost.subscribe() })
     }
 
-    /// Applies an acquisition sent at `sent_at`. A hold handed over by a release is
-    /// the `streak`-th hand-off in a row, and `unconfirmed` while the release script
-    /// has not answered yet. Returns the hold and whether it is a new one (the
+    /// Applies an acquisition. Returns the hold and whether it is a new one (the
     /// caller registers it with the client then).
-    pub fn apply(
-        self: &Arc<Self>,
-        count: u32,
-        token: Option<u64>,
-        lease_ms: Option<u64>,
-        sent_at: Instant,
-        streak: u32,
-        unconfirmed: bool,
-    ) -> (Hold, bool) {
+    pub fn apply(self: &Arc<Self>, acquired: Acquired) -> (Hold, bool) {
+        let Acquired { count, token, lease_ms, sent_at, streak, unconfirmed } = acquired;
         let config = &self.ctx.config;
         let lease = lease_ms.unwrap_or_else(|| config.watchdog_ms());
         let mut st = self.state.lock().unwrap();

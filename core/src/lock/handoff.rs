@@ -25,6 +25,7 @@ use tokio::sync::OwnedMutexGuard;
 use super::holder::{Holder, Level, PendingHold};
 use super::reentrant::{self, ReleaseReply};
 use crate::error::{ErrorKind, Result};
+use crate::hold::state::Acquired;
 use crate::waiting::hub::{Claimed, Successor};
 
 /// Local hand-offs in a row on one lock before a release frees it for everyone.
@@ -145,7 +146,7 @@ impl Handoff {
         let sent_at = Instant::now();
         let mut handoff = Handoff { candidate, wake: claimed.wake, lease_ms, sent_at, early: None, streak };
         if early && !successor.is_fenced() {
-            let hold = successor.apply(1, None, lease, sent_at, streak, true);
+            let hold = successor.apply(Acquired { count: 1, token: None, lease_ms: lease, sent_at, streak, unconfirmed: true });
             handoff.early = Some(successor.cell.state.lock().unwrap().generation);
             handoff.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
             (handoff.wake)();
@@ -184,7 +185,7 @@ impl Handoff {
             }
             (None, Ok(Some(token))) => {
                 let token = successor.is_fenced().then_some(token);
-                let hold = successor.apply(1, token, self.candidate.lease_ms, self.sent_at, self.streak, false);
+                let hold = successor.apply(Acquired { count: 1, token, lease_ms: self.candidate.lease_ms, sent_at: self.sent_at, streak: self.streak, unconfirmed: false });
                 self.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
                 (self.wake)();
             }

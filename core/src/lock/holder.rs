@@ -16,7 +16,7 @@ use super::{reentrant, LockKind};
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::hold::pending::{detached, Pending, Undo};
-use crate::hold::state::HoldCell;
+use crate::hold::state::{Acquired, HoldCell};
 use crate::hold::{Hold, Released};
 use crate::names::LockNames;
 use crate::renewal::{Held, Ticket};
@@ -111,16 +111,8 @@ impl Holder {
 
     /// Applies an acquisition to the local view (see `HoldCell::apply`) and, for a
     /// new hold, has the client keep and renew it.
-    pub fn apply(
-        self: &Arc<Self>,
-        count: u32,
-        token: Option<u64>,
-        lease_ms: Option<u64>,
-        sent_at: Instant,
-        streak: u32,
-        unconfirmed: bool,
-    ) -> Hold {
-        let (hold, fresh) = self.cell.apply(count, token, lease_ms, sent_at, streak, unconfirmed);
+    pub fn apply(self: &Arc<Self>, acquired: Acquired) -> Hold {
+        let (hold, fresh) = self.cell.apply(acquired);
         if fresh {
             self.ctx.held.register(self.uid, self.clone());
         }

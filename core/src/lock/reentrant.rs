@@ -19,6 +19,7 @@ use super::holder::{Holder, Level, PendingHold};
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
+use crate::hold::state::Acquired;
 use crate::hold::Released;
 use crate::names::LockNames;
 use crate::scripts;
@@ -57,7 +58,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                     }
                 };
                 if count > before as i64 {
-                    let hold = h.apply(count as u32, token, lease_ms, sent_at, 0, false);
+                    let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
                     return Ok(Attempt::Acquired(PendingHold::new(Level { holder: h, hold })));
                 }
                 // It did not run: sending it again is safe.
@@ -75,7 +76,7 @@ fn decode_acquire(h: &Arc<Holder>, reply: &[i64], lease_ms: Option<u64>, sent_at
     match reply {
         [1, count, token] => {
             let token = h.is_fenced().then_some(*token as u64);
-            let hold = h.apply(*count as u32, token, lease_ms, sent_at, 0, false);
+            let hold = h.apply(Acquired::by_attempt(*count as u32, token, lease_ms, sent_at));
             Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
         }
         [0, pttl] if *pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((*pttl as u64).max(1))))),
