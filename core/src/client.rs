@@ -36,7 +36,7 @@ impl ClientBuilder {
     /// on an unreachable server or a wrong password). Must run inside a tokio runtime.
     pub async fn connect(self) -> Result<Client> {
         self.config.validate()?;
-        Client::open(self.url, self.config).await
+        Client::open(self.url, self.config, self.sentinel_auth).await
     }
 }
 
@@ -51,10 +51,10 @@ impl Client {
         ClientBuilder::new(url)
     }
 
-    async fn open(url: String, config: Config) -> Result<Client> {
+    async fn open(url: String, config: Config, sentinel_auth: crate::config::SentinelAuth) -> Result<Client> {
         let runtime = Handle::try_current()
             .map_err(|_| Error::internal("ferrolock::Client must be created inside a tokio runtime"))?;
-        let (transport, conn) = Transport::connect(&url, &config).await?;
+        let (transport, conn) = Transport::connect(&url, &config, &sentinel_auth).await?;
         let server = transport.server.clone();
         let ctx = Ctx::start(transport, conn, config, runtime);
         tracing::debug!(client = %ctx.id, %server, "ferrolock client connected");
@@ -94,6 +94,9 @@ impl Client {
     pub fn lock_with(&self, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Lock> {
         let name = name.as_ref();
         crate::validate::lock_name(name)?;
+        if self.ctx.transport.is_cluster() {
+            crate::names::LockNames::new(name).check_one_slot()?;
+        }
         let owner = match (options.holder_id, options.owner) {
             (Some(_), Some(_)) => return Err(Error::invalid("give either a holder id or an owner field, not both")),
             (_, Some(owner)) => {

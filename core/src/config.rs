@@ -19,6 +19,12 @@ pub struct Config {
     /// Clock drift allowance, as a fraction of the lease: a holder counts its hold as
     /// lost `lease x drift_factor + 2 ms` before Redis would expire it (DESIGN §3).
     pub drift_factor: f64,
+    /// Behind Sentinel, whether an acquire waits for a replica to acknowledge it
+    /// (`WAIT`), like Redisson's `checkLockSyncedSlaves` (default on; it applies
+    /// while the master has replicas).
+    pub replica_ack: bool,
+    /// How long that `WAIT` may take (default 1 s, Redisson's `slavesSyncTimeout`).
+    pub replica_ack_timeout: Duration,
 }
 
 impl Default for Config {
@@ -29,6 +35,8 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(2),
             retry_window: Duration::from_secs(5),
             drift_factor: 0.01,
+            replica_ack: true,
+            replica_ack_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -60,6 +68,7 @@ impl Config {
         check_range("response_timeout", self.response_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         check_range("connect_timeout", self.connect_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         check_range("retry_window", self.retry_window, Duration::from_millis(1), Duration::from_secs(86_400))?;
+        check_range("replica_ack_timeout", self.replica_ack_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         Ok(())
     }
 }
@@ -73,12 +82,27 @@ fn check_range(what: &str, value: Duration, min: Duration, max: Duration) -> Res
 
 /// Builds a [`crate::Client`]: `ClientBuilder::new(url).watchdog_timeout(..).connect().await`.
 ///
-/// The URL is `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
-/// (append `#insecure` to skip certificate verification in tests).
+/// The URL is one of
+/// - `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (append
+///   `#insecure` to skip certificate verification in tests): one server; a cluster
+///   node given this way is used as the cluster's seed;
+/// - `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]`
+///   (`rediss+sentinel://`): the master the sentinels name, followed across failovers;
+///   the credentials are the data nodes', the sentinels' are [`ClientBuilder::sentinel_password`];
+/// - `redis+cluster://[user:password@]host:port[,host:port...]` (`rediss+cluster://`).
 #[derive(Clone)]
 pub struct ClientBuilder {
     pub(crate) url: String,
     pub(crate) config: Config,
+    pub(crate) sentinel_auth: SentinelAuth,
+}
+
+/// Credentials for the sentinels themselves (the URL carries the data nodes').
+/// Never printed.
+#[derive(Clone, Default)]
+pub(crate) struct SentinelAuth {
+    pub username: Option<String>,
+    pub password: Option<String>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -91,7 +115,7 @@ impl fmt::Debug for ClientBuilder {
 impl ClientBuilder {
     /// A builder for the given Redis URL with default settings.
     pub fn new(url: impl Into<String>) -> Self {
-        ClientBuilder { url: url.into(), config: Config::default() }
+        ClientBuilder { url: url.into(), config: Config::default(), sentinel_auth: Default::default() }
     }
 
     /// Lease of watchdog-renewed locks (default 30 s).
@@ -122,6 +146,34 @@ impl ClientBuilder {
     /// reported lost `lease x drift_factor + 2 ms` before Redis would expire it.
     pub fn drift_factor(mut self, value: f64) -> Self {
         self.config.drift_factor = value;
+        self
+    }
+
+    /// The user name for the sentinels themselves (with [`ClientBuilder::sentinel_password`]);
+    /// the URL's credentials are the data nodes'.
+    pub fn sentinel_username(mut self, value: impl Into<String>) -> Self {
+        self.sentinel_auth.username = Some(value.into());
+        self
+    }
+
+    /// The password for the sentinels themselves (their `requirepass`), when they have one.
+    pub fn sentinel_password(mut self, value: impl Into<String>) -> Self {
+        self.sentinel_auth.password = Some(value.into());
+        self
+    }
+
+    /// Behind Sentinel, whether an acquire waits (`WAIT`) until a replica has the
+    /// lock; an acquire no replica acknowledged is undone and fails. Default: on when
+    /// the master has replicas. It narrows the window in which a failover loses a
+    /// fresh lock; it cannot close it (replication stays asynchronous).
+    pub fn replica_ack(mut self, on: bool) -> Self {
+        self.config.replica_ack = on;
+        self
+    }
+
+    /// How long the replica acknowledgement may take (default 1 s).
+    pub fn replica_ack_timeout(mut self, value: Duration) -> Self {
+        self.config.replica_ack_timeout = value;
         self
     }
 }

@@ -23,6 +23,10 @@ pub enum ErrorKind {
     /// An ACL refused a command, key or channel (`NOPERM`). The message names what
     /// was refused and the ACL rule that would allow it.
     PermissionDenied,
+    /// Behind Sentinel with the replica acknowledgement on: no replica confirmed an
+    /// acquire within its timeout, so the acquire was undone (a failover could have
+    /// lost it). Retrying is safe.
+    NotReplicated,
     /// The caller (or a client shutdown) cancelled a wait.
     Cancelled,
     /// A bug in ferrolock, or a reply it does not understand.
@@ -40,6 +44,7 @@ impl ErrorKind {
             ErrorKind::WrongType => "ERR_WRONG_TYPE",
             ErrorKind::InvalidArgument => "ERR_INVALID_ARGUMENT",
             ErrorKind::PermissionDenied => "ERR_PERMISSION",
+            ErrorKind::NotReplicated => "ERR_NOT_REPLICATED",
             ErrorKind::Cancelled => "ERR_CANCELLED",
             ErrorKind::Internal => "ERR_INTERNAL",
         }

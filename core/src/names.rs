@@ -52,6 +52,48 @@ pub(crate) fn prefixed(prefix: &str, name: &[u8]) -> Vec<u8> {
     key
 }
 
+/// The cluster slot of a key: CRC16 (XMODEM) of its hash tag (the part between the
+/// first `{` and the next `}`, when not empty) or of the whole key, mod 16384.
+pub(crate) fn slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| key[open + 1..].iter().position(|&b| b == b'}').map(|len| &key[open + 1..open + 1 + len]))
+        .filter(|tag| !tag.is_empty());
+    crc16(tagged.unwrap_or(key)) % 16384
+}
+
+fn crc16(bytes: &[u8]) -> u16 {
+    bytes.iter().fold(0u16, |crc, &b| {
+        (0..8).fold(crc ^ ((b as u16) << 8), |crc, _| if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 })
+    })
+}
+
+impl LockNames {
+    /// Every key and channel of this lock, for the one-slot check on a cluster.
+    pub fn all(&self) -> [&[u8]; 4] {
+        [&self.name, &self.channel, &self.token, &self.latch_prefix]
+    }
+
+    /// On a cluster every key of one lock must be in one slot (a script touches them
+    /// together). Redisson's rule keeps them there unless the name's braces do not
+    /// form a non-empty `{...}` tag (`{`, `}{`, `x{`, `{}`, `a}b`): those are refused
+    /// there, since other names for the helper keys would not interoperate with Redisson.
+    pub fn check_one_slot(&self) -> crate::error::Result<()> {
+        let first = slot(&self.name);
+        if self.all().iter().all(|key| slot(key) == first) {
+            return Ok(());
+        }
+        Err(crate::error::Error::invalid(format!(
+            "lock name {:?} cannot be used on a Redis Cluster: its braces do not form a non-empty {{...}} hash tag, \
+             so Redisson's helper keys for it (e.g. {:?}) fall in another cluster slot than the lock itself; \
+             remove the braces or give a complete tag such as {{orders}}",
+            self.display,
+            String::from_utf8_lossy(&self.channel),
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +114,28 @@ mod tests {
             assert_eq!(name_of(&tagged), want_tagged, "{what}");
         }
         assert_eq!(plain.display, "orders:42");
+    }
+
+    /// Slots as CLUSTER KEYSLOT answers them (redis.io's examples and Redis 7.0 replies).
+    #[test]
+    fn slots_follow_redis() {
+        assert_eq!(slot(b"123456789"), 12739);
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        assert_eq!(slot(b"foo{}{bar}"), slot(b"foo{}{bar}"));
+        assert_ne!(slot(b"foo{}{bar}"), slot(b"bar"));
+        assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+    }
+
+    #[test]
+    fn names_without_a_complete_tag_are_refused_on_a_cluster() {
+        for good in [&b"orders:42"[..], b"{tag}x", b"a{b}c{", b"a{b}}"] {
+            LockNames::new(good).check_one_slot().unwrap();
+        }
+        for bad in [&b"{"[..], b"}{", b"x{", b"{}", b"a}b", b"}"] {
+            let e = LockNames::new(bad).check_one_slot().unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(e.message().contains("Cluster"), "{}", e.message());
+        }
     }
 }

@@ -34,6 +34,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
     let mut conn = h.ctx.conn()?;
     let lease = lease_ms.unwrap_or_else(|| h.ctx.config.watchdog_ms());
     let before = h.cell.state.lock().unwrap().count;
+    let replicas = replicas_to_ack(&h, &conn).await;
     for _ in 0..2 {
         let sent_at = Instant::now();
         let mut call = scripts::ACQUIRE.key(&h.names.name);
@@ -41,7 +42,27 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             call.key(&h.names.token);
         }
         call.arg(lease).arg(&h.owner);
-        match call.invoke_async::<Vec<i64>>(&mut conn).await {
+        let reply = match replicas {
+            None => call.invoke_async::<Vec<i64>>(&mut conn).await,
+            Some(replicas) => match acquire_acked(&h, &conn, lease, replicas).await {
+                Ok((reply, 0)) if reply.first() == Some(&1) => {
+                    // Taken, but no replica has it: a failover now would lose it. Undo it
+                    // (holding the operation lock until done) and say why.
+                    let runtime = h.ctx.runtime.clone();
+                    let message = format!(
+                        "{}: no replica acknowledged the lock within {:?} (of {replicas} connected), \
+                         so it was released again; a failover could have lost it. Retrying is safe; \
+                         the replica_ack option turns this check off",
+                        h.context("acquiring"),
+                        h.ctx.config.replica_ack_timeout
+                    );
+                    runtime.spawn(resolve_unknown_acquire(h, guard, before, lease, sent_at));
+                    return Err(Error::new(ErrorKind::NotReplicated, message));
+                }
+                other => other.map(|(reply, _)| reply),
+            },
+        };
+        match reply {
             Ok(reply) => return decode_acquire(&h, &reply, lease_ms, sent_at),
             Err(e) if Error::is_ambiguous(&e) => {
                 // The script may or may not have run: our own field tells which. The
@@ -70,6 +91,39 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
         ErrorKind::Connection,
         format!("{}: the connection failed twice; check that Redis is reachable", h.context("acquiring")),
     ))
+}
+
+/// The replicas an acquire waits for: behind Sentinel with the check on, all the
+/// master's connected replicas (`None` when it has none, or off Sentinel).
+async fn replicas_to_ack(h: &Holder, conn: &Conn) -> Option<u32> {
+    if !h.ctx.config.replica_ack || !h.ctx.transport.is_sentinel() {
+        return None;
+    }
+    conn.replicas().await.ok().filter(|n| *n > 0)
+}
+
+/// The acquire script and `WAIT <replicas> <timeout>` in one pipeline: WAIT counts
+/// only the writes of its own connection. Answers the script's reply and the number
+/// of replicas that acknowledged.
+async fn acquire_acked(h: &Holder, conn: &Conn, lease: u64, replicas: u32) -> redis::RedisResult<(Vec<i64>, i64)> {
+    let ack_timeout = h.ctx.config.replica_ack_timeout;
+    let mut conn = conn.with_timeout(h.ctx.config.response_timeout + ack_timeout);
+    let mut pipe = redis::pipe();
+    let eval = pipe.cmd("EVALSHA").arg(scripts::ACQUIRE.get_hash());
+    if h.is_fenced() {
+        eval.arg(2).arg(&h.names.name).arg(&h.names.token);
+    } else {
+        eval.arg(1).arg(&h.names.name);
+    }
+    eval.arg(lease).arg(&h.owner);
+    pipe.cmd("WAIT").arg(replicas).arg(ack_timeout.as_millis() as u64);
+    match pipe.query_async(&mut conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            scripts::ACQUIRE.load_async(&mut conn).await?;
+            pipe.query_async(&mut conn).await
+        }
+        other => other,
+    }
 }
 
 fn decode_acquire(h: &Arc<Holder>, reply: &[i64], lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {

@@ -2,120 +2,244 @@
 //! of it and never which deployment it is: the command connection ([`Conn`]), a
 //! subscriber connection ([`Transport::subscriber`]), the publish command handed to
 //! the scripts, and the cluster slot of a key (`None` off a cluster, used to group
-//! multi-key calls). Only the single-server variant exists so far (`single.rs`);
-//! Sentinel and Cluster plug in here.
+//! multi-key calls). Three deployments plug in here: one server, a master behind
+//! Sentinel (`sentinel.rs`) and a Cluster (`cluster.rs`); `url.rs` tells which a URL names.
 
-mod single;
+mod cluster;
+mod conn;
+mod sentinel;
+mod url;
 
-pub(crate) use single::Conn;
+pub(crate) use conn::Conn;
+
+use std::sync::Arc;
 
 use futures_util::StreamExt;
-use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo};
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, PushInfo, PushKind, Value};
+use tokio::sync::mpsc;
 
-use crate::config::Config;
+use crate::config::{Config, SentinelAuth};
 use crate::error::{Error, ErrorKind, Result};
+
+/// The deployment a client talks to.
+pub(crate) enum Target {
+    Single(redis::Client),
+    Sentinel(sentinel::Master),
+    Cluster(cluster::Nodes),
+}
 
 /// One deployment's connections, as the client sees it. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    redis: redis::Client,
-    /// `host:port` (or the socket path), for messages; never the URL (it may hold a password).
+    target: Arc<Target>,
+    /// What the client talks to (`host:port`, the sentinels' master or the cluster's
+    /// seeds), for messages; never the URL (it may hold a password).
     pub server: String,
 }
 
 impl Transport {
-    /// Parses the URL and checks, with one plain connection and a PING, that the
-    /// address, TLS and credentials work (fails fast: no retry loop). Returns the
-    /// transport and its command connection (connected lazily).
-    pub async fn connect(url: &str, config: &Config) -> Result<(Transport, Conn)> {
-        if url.contains('\0') {
-            return Err(Error::invalid("the Redis URL contains a NUL byte"));
-        }
-        let info = url.into_connection_info().map_err(|e| {
-            // redis-rs may echo parts of the URL: keep only its error kind, never the URL.
-            Error::invalid(format!(
-                "invalid Redis URL ({:?}); expected redis://[user:password@]host[:port][/db] or rediss://...",
-                e.kind()
-            ))
-        })?;
-        let server = describe(info.addr());
-        let redis = redis::Client::open(info)
-            .map_err(|e| Error::invalid(format!("invalid Redis URL for {server} ({:?})", e.kind())))?;
-        let probe_config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.response_timeout));
-        // The PING also catches a server that wants a password the URL does not give.
-        let probe = tokio::time::timeout(config.connect_timeout + config.response_timeout, async {
-            let mut conn = redis.get_multiplexed_async_connection_with_config(&probe_config).await?;
-            redis::cmd("PING").query_async::<()>(&mut conn).await
-        })
-        .await;
-        match probe {
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Connection,
-                    format!("timed out connecting to Redis at {server}; check that it is running and reachable"),
-                ))
+    /// Parses the URL and checks, with one connection and a PING, that the address,
+    /// TLS and credentials work (fails fast: no retry loop). A `redis://` URL that
+    /// points at a cluster node is used as the cluster's seed. Returns the transport
+    /// and its command connection (connected lazily).
+    pub async fn connect(url: &str, config: &Config, sentinel_auth: &SentinelAuth) -> Result<(Transport, Conn)> {
+        let (target, db) = match url::parse(url)? {
+            url::Endpoint::Single(info) => {
+                let server = describe(info.addr());
+                let db = info.redis_settings().db();
+                let client = redis::Client::open(info.clone())
+                    .map_err(|e| Error::invalid(format!("invalid Redis URL for {server} ({:?})", e.kind())))?;
+                if probe(&server, config, async { single_probe(&client, config).await }).await? {
+                    tracing::info!(%server, "the Redis URL names a cluster node (cluster_enabled:1); using it as the cluster's seed");
+                    if db != 0 {
+                        return Err(Error::invalid(format!(
+                            "{server} is a cluster node and a cluster has only database 0: remove /{db} from the URL"
+                        )));
+                    }
+                    (Target::Cluster(cluster::Nodes::new(vec![info], config.connect_timeout, config.response_timeout)), 0)
+                } else {
+                    (Target::Single(client), db)
+                }
             }
-            Ok(Err(e)) => return Err(Error::from_redis(&e, &format!("cannot connect to Redis at {server}"))),
-            Ok(Ok(_)) => {}
-        }
-        let conn = Conn::new(redis.clone(), config.connect_timeout, config.response_timeout);
-        Ok((Transport { redis, server }, conn))
+            url::Endpoint::Sentinel { sentinels, master, data } => {
+                let db = data.redis_settings().db();
+                let master = sentinel::Master::new(sentinels, master, &data, sentinel_auth)?;
+                let server = master.describe.clone();
+                probe(&server, config, async {
+                    let client = master.client().await?;
+                    single_probe(&client, config).await
+                })
+                .await?;
+                (Target::Sentinel(master), db)
+            }
+            url::Endpoint::Cluster { nodes } => {
+                let nodes = cluster::Nodes::new(nodes, config.connect_timeout, config.response_timeout);
+                probe(&nodes.describe.clone(), config, async {
+                    let mut conn = nodes.connection().await?;
+                    redis::cmd("PING").query_async::<Value>(&mut conn).await.map(|_| false)
+                })
+                .await?;
+                (Target::Cluster(nodes), 0)
+            }
+        };
+        let server = match &target {
+            Target::Single(client) => describe(client.get_connection_info().addr()),
+            Target::Sentinel(master) => master.describe.clone(),
+            Target::Cluster(nodes) => nodes.describe.clone(),
+        };
+        let target = Arc::new(target);
+        let conn = Conn::new(target.clone(), db, config.connect_timeout, config.response_timeout);
+        Ok((Transport { target, server }, conn))
+    }
+
+    /// True on a cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(*self.target, Target::Cluster(_))
+    }
+
+    /// True behind Sentinel (where acquires may wait for replica acknowledgement).
+    pub fn is_sentinel(&self) -> bool {
+        matches!(*self.target, Target::Sentinel(_))
     }
 
     /// A new subscriber connection (messages in order, subscriptions changed on the side).
     pub async fn subscriber(&self) -> redis::RedisResult<(SubscriberSink, SubscriberStream)> {
-        let (sink, stream) = self.redis.get_async_pubsub().await?.split();
-        Ok((SubscriberSink(sink), SubscriberStream(stream)))
+        let client = match &*self.target {
+            Target::Single(client) => client.clone(),
+            Target::Sentinel(master) => master.client().await?,
+            Target::Cluster(nodes) => {
+                let (conn, pushes) = nodes.subscriber().await?;
+                return Ok((SubscriberSink::Cluster(conn), SubscriberStream::Cluster(pushes)));
+            }
+        };
+        let (sink, stream) = client.get_async_pubsub().await?.split();
+        Ok((SubscriberSink::Node(sink), SubscriberStream::Node(stream)))
     }
 
-    /// The command the scripts publish with: PUBLISH here, SPUBLISH on a cluster.
+    /// The command the scripts publish with: PUBLISH, or SPUBLISH on a cluster.
     pub fn publish_command(&self) -> &'static str {
-        "publish"
+        if self.is_cluster() {
+            "spublish"
+        } else {
+            "publish"
+        }
     }
 
     /// The command counting a channel's subscribers: PUBSUB NUMSUB (SHARDNUMSUB on a cluster).
     pub fn numsub_command(&self) -> redis::Cmd {
         let mut cmd = redis::cmd("PUBSUB");
-        cmd.arg("NUMSUB");
+        cmd.arg(if self.is_cluster() { "SHARDNUMSUB" } else { "NUMSUB" });
         cmd
     }
 
     /// The cluster slot of a key; `None` off a cluster (every key is on one server).
-    pub fn slot_of(&self, _key: &[u8]) -> Option<u16> {
-        None
+    pub fn slot_of(&self, key: &[u8]) -> Option<u16> {
+        self.is_cluster().then(|| crate::names::slot(key))
     }
+}
+
+/// Runs a connection probe within the connect and response timeouts, turning its
+/// failure into a message that names the server (never the URL).
+async fn probe<T>(server: &str, config: &Config, check: impl std::future::Future<Output = redis::RedisResult<T>>) -> Result<T> {
+    match tokio::time::timeout(config.connect_timeout + config.response_timeout, check).await {
+        Err(_) => Err(Error::new(
+            ErrorKind::Connection,
+            format!("timed out connecting to Redis at {server}; check that it is running and reachable"),
+        )),
+        Ok(Err(e)) => Err(Error::from_redis(&e, &format!("cannot connect to Redis at {server}"))),
+        Ok(Ok(value)) => Ok(value),
+    }
+}
+
+/// PING (which also catches a server that wants a password the URL does not give),
+/// then whether the server is a cluster node.
+async fn single_probe(client: &redis::Client, config: &Config) -> redis::RedisResult<bool> {
+    let probe_config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.response_timeout));
+    let mut conn = client.get_multiplexed_async_connection_with_config(&probe_config).await?;
+    redis::cmd("PING").query_async::<()>(&mut conn).await?;
+    // A user whose ACL refuses INFO is on a plain server as far as we can tell.
+    let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut conn).await.unwrap_or_default();
+    Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1"))
 }
 
 /// Changes the subscriptions of a subscriber connection.
-pub(crate) struct SubscriberSink(redis::aio::PubSubSink);
+pub(crate) enum SubscriberSink {
+    Node(redis::aio::PubSubSink),
+    /// Sharded: one SSUBSCRIBE per channel, since channels of different slots live on different nodes.
+    Cluster(ClusterConnection),
+}
 
 impl SubscriberSink {
     pub async fn subscribe(&mut self, channels: &[Vec<u8>]) -> redis::RedisResult<()> {
-        self.0.subscribe(channels).await
+        match self {
+            SubscriberSink::Node(sink) => sink.subscribe(channels).await,
+            SubscriberSink::Cluster(conn) => {
+                for channel in channels {
+                    conn.ssubscribe(channel).await?;
+                }
+                Ok(())
+            }
+        }
     }
 
     pub async fn unsubscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
-        self.0.unsubscribe(channel).await
-    }
-}
-
-/// The messages of a subscriber connection: `(channel, payload)`; `None` once it broke.
-pub(crate) struct SubscriberStream(redis::aio::PubSubStream);
-
-impl SubscriberStream {
-    pub async fn next(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
-        loop {
-            let msg = self.0.next().await?;
-            if let Ok(channel) = msg.get_channel::<Vec<u8>>() {
-                return Some((channel, msg.get_payload_bytes().to_vec()));
-            }
+        match self {
+            SubscriberSink::Node(sink) => sink.unsubscribe(channel).await,
+            SubscriberSink::Cluster(conn) => conn.sunsubscribe(channel).await,
         }
     }
 }
 
-fn describe(addr: &ConnectionAddr) -> String {
+/// What a subscriber connection reports.
+pub(crate) enum Event {
+    /// A message: `(channel, payload)`.
+    Message(Vec<u8>, Vec<u8>),
+    /// The server ended a subscription (a cluster moved the channel's slot or
+    /// failed its node over), or confirmed our own unsubscribe.
+    Unsubscribed(Vec<u8>),
+}
+
+/// The events of a subscriber connection; `None` once it broke (on a cluster: once
+/// any node's connection broke, since messages may have been lost there).
+pub(crate) enum SubscriberStream {
+    Node(redis::aio::PubSubStream),
+    Cluster(mpsc::UnboundedReceiver<PushInfo>),
+}
+
+impl SubscriberStream {
+    pub async fn next(&mut self) -> Option<Event> {
+        match self {
+            SubscriberStream::Node(stream) => loop {
+                let msg = stream.next().await?;
+                if let Ok(channel) = msg.get_channel::<Vec<u8>>() {
+                    return Some(Event::Message(channel, msg.get_payload_bytes().to_vec()));
+                }
+            },
+            SubscriberStream::Cluster(pushes) => loop {
+                let push = pushes.recv().await?;
+                let channel = match push.data.first() {
+                    Some(Value::BulkString(channel)) => channel.clone(),
+                    _ => Vec::new(),
+                };
+                match push.kind {
+                    PushKind::Disconnection => return None,
+                    PushKind::SMessage => {
+                        if let Some(Value::BulkString(payload)) = push.data.get(1) {
+                            return Some(Event::Message(channel, payload.clone()));
+                        }
+                    }
+                    PushKind::SUnsubscribe => return Some(Event::Unsubscribed(channel)),
+                    _ => {}
+                }
+            },
+        }
+    }
+}
+
+pub(crate) fn describe(addr: &ConnectionAddr) -> String {
     match addr {
         ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
         ConnectionAddr::TcpTls { host, port, .. } => format!("{host}:{port} (TLS)"),

@@ -6,6 +6,11 @@
 //! retries on every wake-up: a message, the primitive's TTL (nothing is published
 //! when something expires), the caller's deadline, or shutdown. No fixed-sleep
 //! polling. Dropping the loop's future leaves the channel.
+//!
+//! A waiter rides out a failover: once it waits, a try that fails for a reason
+//! that passes (the connection, or no replica acknowledging) is tried again with a
+//! growing back-off until the caller's deadline, which then reports that error
+//! instead of "not acquired". The first try's error still reaches the caller at once.
 
 pub(crate) mod hub;
 mod subscriber;
@@ -16,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use hub::{Hub, Policy, Successor};
 
 /// The outcome of one try.
@@ -105,29 +110,53 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
     if let Some(until) = queued {
         busy = Some(until.saturating_duration_since(Instant::now()));
     }
+    let mut failing: Option<(Error, Duration)> = None;
     loop {
         if let Some(output) = acquirer.handed() {
             return Ok(Some(output));
         }
         // No try of our own while a release is handing over to us.
         if retry_now && acquirer.begin_attempt() {
-            let attempt = acquirer.attempt().await;
+            // A try may wait behind an earlier one still settling a lost reply: the
+            // caller's deadline bounds it (a dropped try undoes what it took).
+            let attempt = match deadline {
+                Some(d) => tokio::select! {
+                    attempt = acquirer.attempt() => Some(attempt),
+                    _ = tokio::time::sleep_until(d.into()) => None,
+                },
+                None => Some(acquirer.attempt().await),
+            };
             acquirer.end_attempt();
-            match attempt? {
-                Attempt::Acquired(output) => return Ok(Some(output)),
-                Attempt::Busy(ttl) => {
+            match attempt {
+                // The deadline came first: the check below gives up.
+                None => {}
+                Some(Ok(Attempt::Acquired(output))) => return Ok(Some(output)),
+                Some(Ok(Attempt::Busy(ttl))) => {
+                    failing = None;
                     busy = ttl;
                     if let Some(ttl) = ttl {
                         channel.hub.note_busy(channel.name, Instant::now() + ttl);
                     }
                 }
+                Some(Err(e)) if passes(&e) => {
+                    let backoff = failing.as_ref().map_or(Duration::from_millis(25), |(_, b)| (*b * 2).min(Duration::from_secs(1)));
+                    if failing.is_none() {
+                        tracing::warn!(error = %e, "a waiting acquire failed; trying again until its deadline");
+                    }
+                    busy = Some(backoff);
+                    failing = Some((e, backoff));
+                }
+                Some(Err(e)) => return Err(e),
             }
         }
         let now = Instant::now();
         // A hand-off under way ends with a wake-up either way: wait for it even past the deadline.
         let handing = acquirer.being_handed();
         if !handing && deadline.is_some_and(|d| now >= d) && acquirer.give_up() {
-            return Ok(None);
+            return match failing {
+                Some((e, _)) => Err(e),
+                None => Ok(None),
+            };
         }
         // Nothing is published when something expires: wake by its TTL as well.
         let mut until = busy.map(|ttl| now + ttl);
@@ -151,6 +180,11 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
         }
         retry_now = true;
     }
+}
+
+/// Failures a waiter tries again after: they pass with the connection or the replica.
+fn passes(e: &Error) -> bool {
+    matches!(e.kind(), ErrorKind::Connection | ErrorKind::NotReplicated)
 }
 
 #[cfg(test)]

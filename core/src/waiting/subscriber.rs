@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::hub::{Channel, Shared};
-use crate::transport::SubscriberSink;
+use crate::transport::{Event, SubscriberSink};
 
 /// The connection task: connect, (re)subscribe, dispatch messages, apply
 /// subscription changes in order; on a broken connection start over.
@@ -70,7 +70,13 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         loop {
             tokio::select! {
                 msg = stream.next() => match msg {
-                    Some((channel, payload)) => dispatch(&shared, &channel, &payload),
+                    Some(Event::Message(channel, payload)) => dispatch(&shared, &channel, &payload),
+                    Some(Event::Unsubscribed(channel)) => {
+                        if let Err(e) = resubscribe(&shared, &mut sink, channel).await {
+                            refused(&shared, &e);
+                            break;
+                        }
+                    }
                     None => break,
                 },
                 Some(name) = reconcile.recv() => {
@@ -112,6 +118,27 @@ fn dispatch(shared: &Shared, channel: &[u8], payload: &[u8]) {
     if let Some(channel) = state.channels.get(channel) {
         channel.deliver(payload);
     }
+}
+
+/// A subscription the server ended (a cluster moved its slot or failed its node
+/// over) while it has waiters: subscribe again (the cluster connection routes it to
+/// the new owner) and wake them, since messages may have been lost in between.
+/// The confirmation of our own unsubscribe lands here too, and changes nothing.
+async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) -> redis::RedisResult<()> {
+    let dropped = {
+        let state = shared.state.lock().unwrap();
+        state.channels.get(&name).is_some_and(|c| !c.waiters.is_empty() && *c.subscribed.borrow())
+    };
+    if !dropped {
+        return Ok(());
+    }
+    tracing::debug!(channel = %String::from_utf8_lossy(&name), "the server ended a subscription; subscribing again");
+    sink.subscribe(std::slice::from_ref(&name)).await?;
+    let state = shared.state.lock().unwrap();
+    if let Some(c) = state.channels.get(&name) {
+        c.wake_all();
+    }
+    Ok(())
 }
 
 /// Brings one channel's subscription in line with its waiters.

@@ -1,5 +1,6 @@
-//! The single-server command connection: one multiplexed connection, replaced by a
-//! fresh one whenever it breaks or a request on it times out.
+//! The command connection: one multiplexed connection (to the server, or to the
+//! master the sentinels name) or one cluster connection, replaced by a fresh one
+//! whenever it breaks or a request on it times out.
 //!
 //! redis-rs's `ConnectionManager` reconnects only after an I/O error, keeps a
 //! stalled connection after a timeout (every later command queues behind the stalled
@@ -9,29 +10,43 @@
 //! so an EVALSHA is one round-trip even after a restart or a SCRIPT FLUSH-free
 //! reconnect; and each handle carries its own request timeout, so a renewal can
 //! stay in flight until its hold's deadline while other calls keep the client's
-//! response timeout.
+//! response timeout. Under Sentinel, "fresh" means asking the sentinels again, so
+//! commands follow a failover; a cluster connection follows MOVED/ASK itself.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use super::Target;
 use crate::scripts;
 
-type Connecting = Shared<BoxFuture<'static, RedisResult<MultiplexedConnection>>>;
+/// One live connection of any topology.
+#[derive(Clone)]
+enum Link {
+    Node(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+type Connecting = Shared<BoxFuture<'static, RedisResult<(Link, u32)>>>;
 
 enum Slot {
     Idle,
     Connecting(Connecting, u64),
-    Ready(MultiplexedConnection, u64),
+    Ready(Link, u64),
 }
 
 struct Inner {
-    client: redis::Client,
+    target: Arc<Target>,
     connect_timeout: Duration,
     db: i64,
+    /// Replicas the master had when the current connection was made (Sentinel only;
+    /// the replica acknowledgement asks this many).
+    replicas: AtomicU32,
     /// The current connection (or the attempt to make one) and its epoch: a failure
     /// retires only the connection it happened on.
     slot: Mutex<Slot>,
@@ -47,12 +62,12 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub fn new(client: redis::Client, connect_timeout: Duration, response_timeout: Duration) -> Conn {
-        let db = client.get_connection_info().redis_settings().db();
+    pub(super) fn new(target: Arc<Target>, db: i64, connect_timeout: Duration, response_timeout: Duration) -> Conn {
         let inner = Inner {
-            client,
+            target,
             connect_timeout,
             db,
+            replicas: AtomicU32::new(0),
             slot: Mutex::new(Slot::Idle),
             epochs: std::sync::atomic::AtomicU64::new(0),
         };
@@ -67,7 +82,14 @@ impl Conn {
 
     /// The current connection, connecting (once, shared by concurrent callers) if
     /// there is none.
-    async fn current(&self) -> RedisResult<(MultiplexedConnection, u64)> {
+    /// The replicas the current master had when this connection was made (0 off
+    /// Sentinel); connects first if need be.
+    pub async fn replicas(&self) -> RedisResult<u32> {
+        self.current().await?;
+        Ok(self.inner.replicas.load(Ordering::Relaxed))
+    }
+
+    async fn current(&self) -> RedisResult<(Link, u64)> {
         let (attempt, epoch) = {
             let mut slot = self.inner.slot.lock().unwrap();
             match &*slot {
@@ -75,7 +97,7 @@ impl Conn {
                 Slot::Connecting(attempt, epoch) => (attempt.clone(), *epoch),
                 Slot::Idle => {
                     let epoch = self.inner.epochs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    let attempt = connect(self.inner.client.clone(), self.inner.connect_timeout).boxed().shared();
+                    let attempt = connect(self.inner.target.clone(), self.inner.connect_timeout).boxed().shared();
                     *slot = Slot::Connecting(attempt.clone(), epoch);
                     (attempt, epoch)
                 }
@@ -85,8 +107,9 @@ impl Conn {
         let mut slot = self.inner.slot.lock().unwrap();
         let current = matches!(&*slot, Slot::Connecting(_, e) if *e == epoch);
         match result {
-            Ok(conn) => {
+            Ok((conn, replicas)) => {
                 if current {
+                    self.inner.replicas.store(replicas, Ordering::Relaxed);
                     *slot = Slot::Ready(conn.clone(), epoch);
                 }
                 Ok((conn, epoch))
@@ -115,7 +138,8 @@ impl Conn {
         match reply {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                // READONLY: a master demoted by a failover that kept our connection.
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY") {
                     self.retire(epoch);
                 }
                 Err(e)
@@ -152,23 +176,56 @@ impl ConnectionLike for Conn {
     }
 }
 
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Node(conn) => conn.req_packed_command(cmd),
+            Link::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Link::Node(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Node(conn) => conn.get_db(),
+            Link::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
 /// Connects and loads every script, so that EVALSHA does not meet NOSCRIPT on
 /// this connection (a user without SCRIPT LOAD still works: EVALSHA loads on NOSCRIPT).
-async fn connect(client: redis::Client, timeout: Duration) -> RedisResult<MultiplexedConnection> {
+/// Under Sentinel, also counts the master's replicas.
+async fn connect(target: Arc<Target>, timeout: Duration) -> RedisResult<(Link, u32)> {
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     let attempt = async {
-        let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
-        let mut load = redis::pipe();
-        for source in scripts::SOURCES {
-            load.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
-        }
-        if let Err(e) = load.query_async::<()>(&mut conn).await {
-            if e.is_io_error() || e.is_connection_dropped() {
-                return Err(e);
+        let (mut link, replicas) = match &*target {
+            Target::Single(client) => (Link::Node(client.get_multiplexed_async_connection_with_config(&config).await?), 0),
+            Target::Sentinel(master) => {
+                let client = master.client().await?;
+                let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+                let replicas = super::sentinel::connected_replicas(&mut conn).await?;
+                (Link::Node(conn), replicas)
             }
-            tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
+            Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
+        };
+        // One command per script: a cluster sends each to every node.
+        for source in scripts::SOURCES {
+            if let Err(e) = redis::cmd("SCRIPT").arg("LOAD").arg(source).query_async::<Value>(&mut link).await {
+                if e.is_io_error() || e.is_connection_dropped() {
+                    return Err(e);
+                }
+                tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
+                break;
+            }
         }
-        Ok(conn)
+        Ok((link, replicas))
     };
     match tokio::time::timeout(timeout * 2, attempt).await {
         Ok(result) => result,
