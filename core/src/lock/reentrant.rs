@@ -52,7 +52,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                     let message = format!(
                         "{}: no replica acknowledged the lock within {:?} (of {replicas} connected), \
                          so it was released again; a failover could have lost it. Retrying is safe; \
-                         the replica_ack option turns this check off",
+                         the replica-ack option (replica_ack; replicaAck in Node) turns this check off",
                         h.context("acquiring"),
                         h.ctx.config.replica_ack_timeout
                     );

@@ -70,7 +70,17 @@ impl Transport {
                     let client = master.client().await?;
                     single_probe(&client, config).await
                 })
-                .await?;
+                .await
+                .map_err(|e| {
+                    if !e.message().contains("username and password") {
+                        return e;
+                    }
+                    // Two sets of credentials here: say which goes where.
+                    Error::new(e.kind(), format!(
+                        "{} (the URL's credentials are the data nodes'; the sentinels' own are the sentinel username/password options)",
+                        e.message()
+                    ))
+                })?;
                 (Target::Sentinel(master), db)
             }
             url::Endpoint::Cluster { nodes } => {
