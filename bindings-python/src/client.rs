@@ -9,30 +9,51 @@ use crate::errors::{seconds, PyResultExt};
 use crate::lock::Holder;
 use crate::runtime::Local;
 
-fn builder(
-    url: &str,
+/// The settings of `Client.connect`, as Python gave them (None: the core's default).
+struct Settings {
     watchdog_timeout: Option<f64>,
     response_timeout: Option<f64>,
     connect_timeout: Option<f64>,
     retry_window: Option<f64>,
     drift_factor: Option<f64>,
-) -> PyResult<ClientBuilder> {
+    sentinel_username: Option<String>,
+    sentinel_password: Option<String>,
+    replica_ack: Option<bool>,
+    replica_ack_timeout: Option<f64>,
+}
+
+/// The core builder for `url` with `s`. Errors name the setting, never the URL
+/// or a password (the core's URL errors do not echo the URL either).
+fn builder(url: &str, s: Settings) -> PyResult<ClientBuilder> {
     let mut b = ClientBuilder::new(url);
-    if let Some(d) = seconds(watchdog_timeout, "watchdog_timeout")? {
+    if let Some(d) = seconds(s.watchdog_timeout, "watchdog_timeout")? {
         b = b.watchdog_timeout(d);
     }
-    if let Some(d) = seconds(response_timeout, "response_timeout")? {
+    if let Some(d) = seconds(s.response_timeout, "response_timeout")? {
         b = b.response_timeout(d);
     }
-    if let Some(d) = seconds(connect_timeout, "connect_timeout")? {
+    if let Some(d) = seconds(s.connect_timeout, "connect_timeout")? {
         b = b.connect_timeout(d);
     }
-    if let Some(d) = seconds(retry_window, "retry_window")? {
+    if let Some(d) = seconds(s.retry_window, "retry_window")? {
         b = b.retry_window(d);
     }
-    if let Some(f) = drift_factor {
+    if let Some(f) = s.drift_factor {
         // Range-checked (0 to 0.5) by the core when connecting: InvalidArgumentError.
         b = b.drift_factor(f);
+    }
+    if let Some(user) = s.sentinel_username {
+        b = b.sentinel_username(user);
+    }
+    if let Some(password) = s.sentinel_password {
+        b = b.sentinel_password(password);
+    }
+    if let Some(on) = s.replica_ack {
+        b = b.replica_ack(on);
+    }
+    if let Some(d) = seconds(s.replica_ack_timeout, "replica_ack_timeout")? {
+        // Range-checked (1 ms to 600 s) by the core when connecting.
+        b = b.replica_ack_timeout(d);
     }
     Ok(b)
 }
@@ -59,18 +80,42 @@ impl Client {
 twin_methods! {
     impl Client {
         twins {
-            /// Connects and checks that the server answers.
+            /// Connects and checks that the server answers. `url` is `redis://`,
+            /// `rediss://`, `redis+sentinel://` or `redis+cluster://` (see
+            /// `ferrolock.Client`); `sentinel_username` / `sentinel_password` are the
+            /// sentinels' own credentials; `replica_ack` / `replica_ack_timeout` make an
+            /// acquire behind Sentinel wait for a replica (NotReplicatedError if none
+            /// acknowledges in time).
             #[staticmethod]
-            #[pyo3(signature = (url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None, drift_factor=None))]
+            #[pyo3(signature = (
+                url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None,
+                drift_factor=None, sentinel_username=None, sentinel_password=None, replica_ack=None,
+                replica_ack_timeout=None
+            ))]
+            #[allow(clippy::too_many_arguments)]
             fn connect | connect_async (
                 url: &str,
                 watchdog_timeout: Option<f64>,
                 response_timeout: Option<f64>,
                 connect_timeout: Option<f64>,
                 retry_window: Option<f64>,
-                drift_factor: Option<f64>
+                drift_factor: Option<f64>,
+                sentinel_username: Option<String>,
+                sentinel_password: Option<String>,
+                replica_ack: Option<bool>,
+                replica_ack_timeout: Option<f64>
             ) -> Client {
-                let b = builder(url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor)?;
+                let b = builder(url, Settings {
+                    watchdog_timeout,
+                    response_timeout,
+                    connect_timeout,
+                    retry_window,
+                    drift_factor,
+                    sentinel_username,
+                    sentinel_password,
+                    replica_ack,
+                    replica_ack_timeout,
+                })?;
                 async move { b.connect().await.map(Client::wrap) }
             }
 

@@ -20,6 +20,7 @@ fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyT
         ErrorKind::WrongType => "WrongTypeError",
         ErrorKind::InvalidArgument => "InvalidArgumentError",
         ErrorKind::PermissionDenied => "PermissionDeniedError",
+        ErrorKind::NotReplicated => "NotReplicatedError",
         // Cancelled (the client was closed under a waiting call), Internal, and
         // anything a later core adds: the base class, with the core's message.
         _ => "LockError",
@@ -27,10 +28,17 @@ fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyT
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
-/// The Python exception for a core error, where the caller holds the GIL.
+/// The Python exception for a core error, where the caller holds the GIL. Its
+/// `code` is the core kind's (`ERR_NOT_OWNER`, ...): the class's own, or, for the
+/// kinds raised as the base class (cancelled, internal), the kind's.
 pub(crate) fn to_py(py: Python<'_>, err: ferrolock::Error) -> PyErr {
-    match error_class(py, err.kind()) {
-        Ok(class) => PyErr::from_type(class, err.message().to_string()),
+    let exception = error_class(py, err.kind()).and_then(|class| {
+        let exception = class.call1((err.message(),))?;
+        exception.setattr("code", err.kind().code())?;
+        Ok(exception)
+    });
+    match exception {
+        Ok(exception) => PyErr::from_value(exception),
         Err(e) => e,
     }
 }

@@ -34,10 +34,12 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = 
 
 
 class RedisServer:
-    """A redis-server process on a free loopback port in a temporary directory."""
+    """A redis-server process on a free loopback port in a temporary directory.
+    ``extra_args`` are appended to its command line (``--replicaof ...``)."""
 
-    def __init__(self, password: str | None = None) -> None:
+    def __init__(self, password: str | None = None, extra_args: list[str] | None = None) -> None:
         self.password = password
+        self.extra_args = list(extra_args or [])
         self.port = 0
         self.dir = tempfile.mkdtemp(prefix="ferrolock-py-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -51,23 +53,28 @@ class RedisServer:
     def start(self) -> RedisServer:
         for _attempt in range(5):
             self.port = free_port()
-            args = [
-                REDIS_SERVER,
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--dir", self.dir,
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "no",
-            ]
-            if self.password:
-                args += ["--requirepass", self.password]
+            args = self._command(self.port)
             self._log = open(os.path.join(self.dir, "redis.log"), "ab")
             self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
             if self._wait_ready():
                 return self
             self._kill()
         raise RuntimeError(f"redis-server did not start; see {self.dir}/redis.log")
+
+    def _command(self, port: int) -> list[str]:
+        """The command line of the server on ``port``."""
+        args = [
+            REDIS_SERVER,
+            "--port", str(port),
+            "--bind", "127.0.0.1",
+            "--dir", self.dir,
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+        ]
+        if self.password:
+            args += ["--requirepass", self.password]
+        return args + self.extra_args
 
     def _wait_ready(self) -> bool:
         deadline = time.monotonic() + 10
@@ -83,6 +90,11 @@ class RedisServer:
             except redis.exceptions.AuthenticationError:
                 return True
         return False
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "the server is not running"
+        return self.proc.pid
 
     def redis(self) -> redis.Redis:
         """A redis-py client for inspecting and preparing the server."""
@@ -100,3 +112,26 @@ class RedisServer:
     def stop(self) -> None:
         self._kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class SentinelServer(RedisServer):
+    """A redis-server in sentinel mode (``redis-server <conf> --sentinel``) that
+    monitors the master at ``master_port`` as ``master_name`` (quorum 2, down after
+    1 s). Sentinel rewrites its config file, so it lives in the temporary directory."""
+
+    def __init__(self, master_name: str, master_port: int) -> None:
+        super().__init__()
+        self.master_name = master_name
+        self.master_port = master_port
+
+    def _command(self, port: int) -> list[str]:
+        conf = os.path.join(self.dir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(
+                f"port {port}\n"
+                "bind 127.0.0.1\n"
+                f"dir {self.dir}\n"
+                f"sentinel monitor {self.master_name} 127.0.0.1 {self.master_port} 2\n"
+                f"sentinel down-after-milliseconds {self.master_name} 1000\n"
+            )
+        return [REDIS_SERVER, conf, "--sentinel"]

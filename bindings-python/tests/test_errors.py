@@ -25,6 +25,7 @@ def test_hierarchy() -> None:
         ferrolock.WrongTypeError,
         ferrolock.InvalidArgumentError,
         ferrolock.PermissionDeniedError,
+        ferrolock.NotReplicatedError,
     ):
         assert issubclass(cls, ferrolock.LockError)
         assert getattr(ferrolock.aio, cls.__name__) is cls
@@ -35,6 +36,24 @@ def test_hierarchy() -> None:
     assert issubclass(ferrolock.InvalidArgumentError, ValueError)
     assert issubclass(ferrolock.PermissionDeniedError, PermissionError)
     assert ferrolock.aio.LockError is ferrolock.LockError
+
+
+def test_codes() -> None:
+    """Every class has the stable code of its kind (the Node binding's err.code)."""
+    codes = {
+        ferrolock.LockError: "ERR_INTERNAL",
+        ferrolock.NotOwnedError: "ERR_NOT_OWNER",
+        ferrolock.LockLostError: "ERR_LOCK_LOST",
+        ferrolock.LockTimeoutError: "NOT_ACQUIRED",
+        ferrolock.ConnectionError: "ERR_CONNECTION",
+        ferrolock.WrongTypeError: "ERR_WRONG_TYPE",
+        ferrolock.InvalidArgumentError: "ERR_INVALID_ARGUMENT",
+        ferrolock.PermissionDeniedError: "ERR_PERMISSION",
+        ferrolock.NotReplicatedError: "ERR_NOT_REPLICATED",
+    }
+    for cls, code in codes.items():
+        assert cls.code == code, cls
+    assert len(set(codes.values())) == len(codes)
 
 
 def test_wrong_type(client: ferrolock.Client, r: redis.Redis, name: str) -> None:
@@ -141,10 +160,12 @@ def test_not_owned_and_closed_client(url: str, name: str) -> None:
         lock.release()
     assert isinstance(info.value, RuntimeError)
     assert name in str(info.value)
+    assert info.value.code == "ERR_NOT_OWNER"
     assert lock.acquire()
     client.close()  # releases what the client holds
-    with pytest.raises(ferrolock.LockError):
+    with pytest.raises(ferrolock.LockError) as closed:
         lock.acquire()
+    assert closed.value.code == "ERR_CANCELLED"  # raised as the base class, with its kind's code
     with ferrolock.Client(url) as other:
         assert not other.lock(name).locked()
 

@@ -22,6 +22,12 @@ Quick start::
             finally:
                 lock.release()
 
+The URL names one server (``redis://``, ``rediss://``), the master of a Redis
+Sentinel deployment (``redis+sentinel://host:port[,host:port...]/<master name>``)
+or a Redis Cluster (``redis+cluster://host:port[,host:port...]``); see
+:class:`Client`. Behind Sentinel an acquire waits for a replica to acknowledge it
+(``replica_ack``) and raises :class:`NotReplicatedError` when none does in time.
+
 A hold ends only when it is released (``release()`` or leaving a ``with``
 block), when its explicit lease ends, or when the client is closed (or dropped
 entirely, or the process exits): never because a lock object is

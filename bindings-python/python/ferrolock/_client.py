@@ -52,14 +52,37 @@ class _ClientBase:
 class Client(_ClientBase):
     """A connection to one Redis deployment, shared by all locks made from it.
 
-    ``url`` is ``redis://[user:password@]host[:port][/db]`` (``rediss://`` for
-    TLS). Connecting checks that the server answers, so a wrong address or
-    password raises :class:`ConnectionError` here. Durations are in seconds:
-    ``watchdog_timeout`` is the lease of locks taken without an explicit lease
-    (renewed every third of it while held). ``drift_factor`` (0 to 0.5, default
-    0.01) allows for clock drift: a holder counts its hold as lost
-    ``lease * drift_factor + 2 ms`` before Redis would expire it; out of range
-    raises :class:`InvalidArgumentError`.
+    ``url`` names the deployment, in one of three forms:
+
+    - ``redis://[user:password@]host[:port][/db]`` (``rediss://`` for TLS): one
+      server. A Redis Cluster node given this way is used as the cluster's seed.
+    - ``redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]``
+      (``rediss+sentinel://`` for TLS): the master that the listed sentinels name,
+      followed across failovers. The URL's credentials are the data nodes'; the
+      sentinels' own are ``sentinel_username`` / ``sentinel_password``.
+    - ``redis+cluster://[user:password@]host:port[,host:port...]``
+      (``rediss+cluster://``): a Redis Cluster, through any of the listed nodes.
+
+    A malformed URL raises :class:`InvalidArgumentError` (its message never echoes
+    the URL, which may hold a password). Connecting checks that the server answers,
+    so a wrong address or password raises :class:`ConnectionError` here.
+
+    Durations are in seconds: ``watchdog_timeout`` is the lease of locks taken
+    without an explicit lease (renewed every third of it while held).
+    ``drift_factor`` (0 to 0.5, default 0.01) allows for clock drift: a holder
+    counts its hold as lost ``lease * drift_factor + 2 ms`` before Redis would
+    expire it; out of range raises :class:`InvalidArgumentError`.
+
+    Behind Sentinel, ``replica_ack`` (default True; it applies while the master
+    has replicas) makes every acquire wait (``WAIT``) up to
+    ``replica_ack_timeout`` seconds (1 ms to 600 s, default 1.0) until a replica
+    has the lock; an acquire that no replica acknowledged in time is undone and
+    raises :class:`NotReplicatedError` (retrying is safe). This narrows the window
+    in which a failover loses a lock just taken; replication stays asynchronous,
+    so it cannot close it. ``replica_ack=False`` skips the wait. Both are ignored
+    outside Sentinel. Bad types raise :class:`TypeError`, bad values
+    :class:`InvalidArgumentError`, naming the argument; passwords never appear in
+    messages, logs or ``repr``.
 
     Use it as a context manager, or call :meth:`close` when done: the client
     keeps every hold that is not released (even of a garbage-collected lock
@@ -79,10 +102,23 @@ class Client(_ClientBase):
         connect_timeout: float = 2.0,
         retry_window: float = 5.0,
         drift_factor: float = 0.01,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
+        replica_ack: bool = True,
+        replica_ack_timeout: float = 1.0,
     ) -> None:
         super().__init__(
             _native.Client.connect(
-                url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor=drift_factor
+                url,
+                watchdog_timeout,
+                response_timeout,
+                connect_timeout,
+                retry_window,
+                drift_factor=drift_factor,
+                sentinel_username=sentinel_username,
+                sentinel_password=sentinel_password,
+                replica_ack=replica_ack,
+                replica_ack_timeout=replica_ack_timeout,
             )
         )
         logger.debug("ferrolock client %s connected", self._native.id)

@@ -1,4 +1,5 @@
-"""The exception classes of ferrolock (DESIGN §4). All derive from :class:`LockError`."""
+"""The exception classes of ferrolock (DESIGN §4). All derive from :class:`LockError`;
+each has a stable ``code`` (the same as the Node binding's ``err.code``)."""
 
 from __future__ import annotations
 
@@ -13,25 +14,38 @@ __all__ = [
     "WrongTypeError",
     "InvalidArgumentError",
     "PermissionDeniedError",
+    "NotReplicatedError",
 ]
 
 
 class LockError(Exception):
     """Base class of every ferrolock error; also raised as is for internal errors
-    and for calls on a closed client."""
+    and for calls on a closed client.
+
+    ``code`` is a stable identifier of the kind of error (``"ERR_NOT_OWNER"``, ...):
+    each subclass has its own; on a :class:`LockError` raised as is it tells
+    ``"ERR_INTERNAL"`` from ``"ERR_CANCELLED"`` (the client was closed under the call)."""
+
+    code: str = "ERR_INTERNAL"
 
 
 class NotOwnedError(LockError, RuntimeError):
     """Release (or extend) by a thread or task that does not hold the lock."""
+
+    code = "ERR_NOT_OWNER"
 
 
 class LockLostError(LockError):
     """The hold was lost (lease expired, force-unlocked, failover): the critical
     section was not protected since then."""
 
+    code = "ERR_LOCK_LOST"
+
 
 class LockTimeoutError(LockError, TimeoutError):
     """``lock.hold(timeout=...)`` could not acquire the lock in time."""
+
+    code = "NOT_ACQUIRED"
 
 
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the name is part of the API
@@ -39,19 +53,36 @@ class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the 
     timeout, or failed authentication (an ACL refusing a command is
     :class:`PermissionDeniedError`)."""
 
+    code = "ERR_CONNECTION"
+
 
 class WrongTypeError(LockError):
     """The key at the lock name holds something that is not a lock."""
 
+    code = "ERR_WRONG_TYPE"
+
 
 class InvalidArgumentError(LockError, ValueError):
     """Bad input: empty or oversized name, negative or absurd duration, bad URL,
-    a setting out of range (``drift_factor`` outside 0 to 0.5)."""
+    a setting out of range (``drift_factor`` outside 0 to 0.5, ``replica_ack_timeout``
+    outside 1 ms to 600 s). The message names the argument, never a password."""
+
+    code = "ERR_INVALID_ARGUMENT"
 
 
 class PermissionDeniedError(LockError, PermissionError):
     """A Redis ACL refused a command, key or channel (``NOPERM``). The message names
     what was refused and the ACL rule that would allow it (e.g. ``+hincrby``)."""
+
+    code = "ERR_PERMISSION"
+
+
+class NotReplicatedError(LockError):
+    """Behind Sentinel with ``replica_ack`` on (the default): no replica acknowledged
+    an acquire within ``replica_ack_timeout``, so the acquire was undone (a failover
+    then could have lost the lock) and the lock was not taken. Retrying is safe."""
+
+    code = "ERR_NOT_REPLICATED"
 
 
 for _cls in (
@@ -63,6 +94,7 @@ for _cls in (
     WrongTypeError,
     InvalidArgumentError,
     PermissionDeniedError,
+    NotReplicatedError,
 ):
     _cls.__module__ = "ferrolock"  # shown as ferrolock.NotOwnedError in tracebacks
 del _cls

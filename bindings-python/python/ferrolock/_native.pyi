@@ -18,6 +18,10 @@ class Client:
         connect_timeout: float | None = None,
         retry_window: float | None = None,
         drift_factor: float | None = None,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
+        replica_ack: bool | None = None,
+        replica_ack_timeout: float | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -27,6 +31,10 @@ class Client:
         connect_timeout: float | None = None,
         retry_window: float | None = None,
         drift_factor: float | None = None,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
+        replica_ack: bool | None = None,
+        replica_ack_timeout: float | None = None,
     ) -> asyncio.Future[Client]: ...
     @property
     def id(self) -> str: ...

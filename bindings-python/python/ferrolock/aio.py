@@ -64,12 +64,28 @@ class Client(_ClientBase):
         connect_timeout: float = 2.0,
         retry_window: float = 5.0,
         drift_factor: float = 0.01,
+        sentinel_username: str | None = None,
+        sentinel_password: str | None = None,
+        replica_ack: bool = True,
+        replica_ack_timeout: float = 1.0,
     ) -> Client:
-        """Connects and checks that the server answers (see :class:`ferrolock.Client`
-        for the settings; ``drift_factor`` out of 0 to 0.5 raises
-        :class:`InvalidArgumentError`)."""
+        """Connects and checks that the server answers. See :class:`ferrolock.Client`
+        for the URL forms (``redis://``, ``redis+sentinel://``, ``redis+cluster://``)
+        and the settings: ``drift_factor`` out of 0 to 0.5 or ``replica_ack_timeout``
+        out of 1 ms to 600 s raises :class:`InvalidArgumentError`; behind Sentinel
+        with ``replica_ack`` on, an acquire no replica acknowledged in time raises
+        :class:`NotReplicatedError`."""
         native = await _native.Client.connect_async(
-            url, watchdog_timeout, response_timeout, connect_timeout, retry_window, drift_factor=drift_factor
+            url,
+            watchdog_timeout,
+            response_timeout,
+            connect_timeout,
+            retry_window,
+            drift_factor=drift_factor,
+            sentinel_username=sentinel_username,
+            sentinel_password=sentinel_password,
+            replica_ack=replica_ack,
+            replica_ack_timeout=replica_ack_timeout,
         )
         logger.debug("ferrolock client %s connected (asyncio)", native.id)
         return cls(native)
