@@ -8,7 +8,10 @@ import { EventEmitter } from 'node:events';
 // `Symbol.asyncDispose` is typed by @types/node; at run time ferrolock defines it
 // on Node versions that lack it (Node 20), as Symbol.for('Symbol.asyncDispose').
 
-/** Settings of a client: durations in milliseconds, and the drift factor. */
+/**
+ * Settings of a client: durations in milliseconds, the drift factor, and, behind
+ * Sentinel, the sentinels' own credentials and the replica acknowledgement.
+ */
 export interface ConnectOptions {
   /** Lease of locks taken without `leaseMs`; renewed every third of it. Default 30000. */
   watchdogTimeoutMs?: number;
@@ -24,6 +27,23 @@ export interface ConnectOptions {
    * `lease x driftFactor + 2 ms` before Redis would expire it. Default 0.01.
    */
   driftFactor?: number;
+  /**
+   * User name for the sentinels themselves (with `sentinelPassword`), for a
+   * `redis+sentinel://` URL; the URL's credentials are the data nodes'.
+   */
+  sentinelUsername?: string;
+  /** Password for the sentinels themselves (their `requirepass`), when they have one. */
+  sentinelPassword?: string;
+  /**
+   * Behind Sentinel, whether an acquire waits (`WAIT`) until the master's replicas
+   * have the lock; one that no replica acknowledged within `replicaAckTimeoutMs` is
+   * undone and rejects with `NotReplicatedError`. It narrows the window in which a
+   * failover loses a fresh lock; it cannot close it (replication stays asynchronous).
+   * Applies while the master has replicas. Default true.
+   */
+  replicaAck?: boolean;
+  /** How long the replica acknowledgement may take (1 to 600000). Default 1000. */
+  replicaAckTimeoutMs?: number;
 }
 
 /** Which lock: a reentrant lock (Redisson's `RLock`) or a fenced one (`RFencedLock`). */
@@ -67,6 +87,7 @@ export type ErrorCode =
   | 'ERR_WRONG_TYPE'
   | 'ERR_INVALID_ARGUMENT'
   | 'ERR_PERMISSION'
+  | 'ERR_NOT_REPLICATED'
   | 'ERR_CANCELLED'
   | 'ERR_INTERNAL';
 
@@ -111,6 +132,15 @@ export class InvalidArgumentError extends FerrolockError {
  */
 export class PermissionDeniedError extends FerrolockError {
   readonly code: 'ERR_PERMISSION';
+  constructor(message: string, options?: ErrorOptions);
+}
+/**
+ * Behind Sentinel with `replicaAck` on: no replica acknowledged an acquire within
+ * `replicaAckTimeoutMs`, so the acquire was undone (a failover could have lost it).
+ * Nothing is held; retrying is safe.
+ */
+export class NotReplicatedError extends FerrolockError {
+  readonly code: 'ERR_NOT_REPLICATED';
   constructor(message: string, options?: ErrorOptions);
 }
 /** A wait was aborted (AbortSignal, or the client was closed). `name === 'AbortError'`. */
@@ -198,7 +228,12 @@ export class Lock extends EventEmitter {
 
 export class Client {
   private constructor();
-  /** Connects: `redis://[user:password@]host[:port][/db]` or `rediss://...`. */
+  /**
+   * Connects: `redis://[user:password@]host[:port][/db]` or `rediss://...` (one server,
+   * or a cluster's seed node), `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]`
+   * (`rediss+sentinel://`), or `redis+cluster://[user:password@]host:port[,host:port...]`
+   * (`rediss+cluster://`). A malformed URL rejects with `InvalidArgumentError`.
+   */
   static connect(url: string, options?: ConnectOptions): Promise<Client>;
   /** Random UUID v4 of this client. */
   readonly id: string;

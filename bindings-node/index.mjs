@@ -16,6 +16,7 @@ export const {
   WrongTypeError,
   InvalidArgumentError,
   PermissionDeniedError,
+  NotReplicatedError,
   CancelledError,
   AbortError,
   InternalError,

@@ -65,12 +65,16 @@ export declare class NativeLock {
  */
 export declare function cancel(id: number): void
 
-/** Connects a client (fails fast on an unreachable server or a bad URL). */
+/**
+ * Connects a client to the deployment `url` names (`redis://`, `redis+sentinel://`,
+ * `redis+cluster://`, and their TLS forms); fails fast on an unreachable server or a bad URL.
+ */
 export declare function connect(url: string, options?: ConnectOptions | undefined | null): Promise<NativeClient>
 
 /**
- * Settings for `connect`: durations in milliseconds, and the drift factor (a
- * fraction of the lease, range-checked by the core builder).
+ * Settings for `connect`: durations in milliseconds, the drift factor (a
+ * fraction of the lease, range-checked by the core builder), the sentinels' own
+ * credentials, and the replica acknowledgement behind Sentinel.
  */
 export interface ConnectOptions {
   watchdogTimeoutMs?: number
@@ -78,6 +82,10 @@ export interface ConnectOptions {
   connectTimeoutMs?: number
   retryWindowMs?: number
   driftFactor?: number
+  sentinelUsername?: string
+  sentinelPassword?: string
+  replicaAck?: boolean
+  replicaAckTimeoutMs?: number
 }
 
 /** What one successful acquire returns. */

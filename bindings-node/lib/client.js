@@ -4,7 +4,7 @@
 const native = require('./native');
 const { asyncDispose } = require('./dispose');
 const { InvalidArgumentError, call, callSync } = require('./errors');
-const { optionsObject, ms, fraction } = require('./options');
+const { optionsObject, ms, fraction, bool, string } = require('./options');
 const { Lock, HeldLocks, lostEvent } = require('./lock');
 
 class Client {
@@ -25,9 +25,13 @@ class Client {
   }
 
   /**
-   * Connects to Redis: `redis://[user:password@]host[:port][/db]` or `rediss://...`.
+   * Connects to Redis: `redis://[user:password@]host[:port][/db]` or `rediss://...` (one
+   * server, or a cluster's seed), `redis+sentinel://[user:password@]host:port[,host:port...]/<master>[/<db>]`
+   * or `redis+cluster://[user:password@]host:port[,host:port...]` (`rediss+...` for TLS).
    * Options (ms): watchdogTimeoutMs (default 30000), responseTimeoutMs, connectTimeoutMs, retryWindowMs;
-   * driftFactor (fraction of the lease, 0..0.5, default 0.01).
+   * driftFactor (fraction of the lease, 0..0.5, default 0.01); behind Sentinel: sentinelUsername,
+   * sentinelPassword (the sentinels' own credentials), replicaAck (default true),
+   * replicaAckTimeoutMs (default 1000, 1..600000).
    */
   static async connect(url, options) {
     if (typeof url !== 'string') throw new InvalidArgumentError('the Redis URL must be a string');
@@ -38,6 +42,10 @@ class Client {
       connectTimeoutMs: ms(o.connectTimeoutMs, 'connectTimeoutMs'),
       retryWindowMs: ms(o.retryWindowMs, 'retryWindowMs'),
       driftFactor: fraction(o.driftFactor, 'driftFactor'),
+      sentinelUsername: string(o.sentinelUsername, 'sentinelUsername'),
+      sentinelPassword: string(o.sentinelPassword, 'sentinelPassword'),
+      replicaAck: bool(o.replicaAck, 'replicaAck'),
+      replicaAckTimeoutMs: ms(o.replicaAckTimeoutMs, 'replicaAckTimeoutMs'),
     };
     return new Client(await call(() => native.connect(url, nativeOptions)));
   }

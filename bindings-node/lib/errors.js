@@ -35,6 +35,7 @@ for (const [className, code, name] of [
   ['WrongTypeError', 'ERR_WRONG_TYPE'],
   ['InvalidArgumentError', 'ERR_INVALID_ARGUMENT'],
   ['PermissionDeniedError', 'ERR_PERMISSION'],
+  ['NotReplicatedError', 'ERR_NOT_REPLICATED'],
   ['CancelledError', 'ERR_CANCELLED', 'AbortError'],
   ['InternalError', 'ERR_INTERNAL'],
 ]) {

@@ -23,6 +23,19 @@ function fraction(value, what) {
   return value;
 }
 
+function bool(value, what) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(`${what} must be true or false, not ${typeof value}`);
+  return value;
+}
+
+/** A string option. The message names the type only: the value may be a password. */
+function string(value, what) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string, not ${typeof value}`);
+  return value;
+}
+
 function checkSignal(signal) {
   if (signal === undefined || signal === null) return undefined;
   if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
@@ -31,4 +44,4 @@ function checkSignal(signal) {
   return signal;
 }
 
-module.exports = { optionsObject, ms, fraction, checkSignal };
+module.exports = { optionsObject, ms, fraction, bool, string, checkSignal };

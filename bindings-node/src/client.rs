@@ -48,8 +48,9 @@ impl Shared {
     }
 }
 
-/// Settings for `connect`: durations in milliseconds, and the drift factor (a
-/// fraction of the lease, range-checked by the core builder).
+/// Settings for `connect`: durations in milliseconds, the drift factor (a
+/// fraction of the lease, range-checked by the core builder), the sentinels' own
+/// credentials, and the replica acknowledgement behind Sentinel.
 #[napi(object)]
 pub struct ConnectOptions {
     pub watchdog_timeout_ms: Option<f64>,
@@ -57,9 +58,18 @@ pub struct ConnectOptions {
     pub connect_timeout_ms: Option<f64>,
     pub retry_window_ms: Option<f64>,
     pub drift_factor: Option<f64>,
+    pub sentinel_username: Option<String>,
+    pub sentinel_password: Option<String>,
+    pub replica_ack: Option<bool>,
+    pub replica_ack_timeout_ms: Option<f64>,
 }
 
-/// Connects a client (fails fast on an unreachable server or a bad URL).
+/// The range of `replicaAckTimeoutMs`: the core's own (`Config::validate`, which
+/// checks it again), named here so that the message names the JS option.
+const REPLICA_ACK_TIMEOUT: std::ops::RangeInclusive<Duration> = Duration::from_millis(1)..=Duration::from_secs(600);
+
+/// Connects a client to the deployment `url` names (`redis://`, `redis+sentinel://`,
+/// `redis+cluster://`, and their TLS forms); fails fast on an unreachable server or a bad URL.
 #[napi]
 pub fn connect<'env>(
     env: &'env Env,
@@ -83,6 +93,24 @@ pub fn connect<'env>(
             }
             if let Some(f) = o.drift_factor {
                 builder = builder.drift_factor(f);
+            }
+            if let Some(user) = o.sentinel_username {
+                builder = builder.sentinel_username(user);
+            }
+            if let Some(password) = o.sentinel_password {
+                builder = builder.sentinel_password(password);
+            }
+            if let Some(on) = o.replica_ack {
+                builder = builder.replica_ack(on);
+            }
+            if let Some(d) = millis(o.replica_ack_timeout_ms, "replicaAckTimeoutMs")? {
+                if !REPLICA_ACK_TIMEOUT.contains(&d) {
+                    return Err(invalid(format!(
+                        "replicaAckTimeoutMs = {} ms is out of range; give 1 to 600000 (default 1000)",
+                        d.as_millis()
+                    )));
+                }
+                builder = builder.replica_ack_timeout(d);
             }
         }
         let client = builder.connect().await.js()?;

@@ -4,6 +4,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
+const util = require('node:util');
 const ferrolock = require('..');
 const { Client, FerrolockError } = ferrolock;
 const { startRedis, freePort, within, raw, useRedis } = require('./helpers');
@@ -95,6 +96,87 @@ test('driftFactor: out of range rejects with ERR_INVALID_ARGUMENT, in range is a
       await c.close();
     }
   }
+});
+
+test('sentinel and replica-ack options: bad types and ranges reject with ERR_INVALID_ARGUMENT naming the option', async () => {
+  const inv = coded('ERR_INVALID_ARGUMENT', 'InvalidArgumentError');
+  const bad = [
+    ['sentinelUsername', [42, true, {}, ['u']]],
+    ['sentinelPassword', [42, false, {}, Buffer.from('pw')]],
+    ['replicaAck', ['yes', 'true', 1, 0, {}]],
+    ['replicaAckTimeoutMs', ['100', NaN, Infinity, -1, 0, 600_001, 8 * 24 * 3600 * 1000, true]],
+  ];
+  for (const [option, values] of bad) {
+    for (const value of values) {
+      await assert.rejects(
+        Client.connect(server.url, { [option]: value }),
+        (e) => inv(e) && e.message.includes(option),
+        `${option}: ${util.inspect(value)}`,
+      );
+    }
+  }
+  // A password of the wrong type is named by its type, never by its value.
+  const secret = { toString: () => 'pw-s3cret-value' };
+  await assert.rejects(Client.connect(server.url, { sentinelPassword: secret }), (e) => inv(e) && !util.inspect(e).includes('pw-s3cret-value'));
+  // Good ones are accepted (off Sentinel they change nothing; undefined and null are "not given").
+  for (const options of [
+    { sentinelUsername: 'sentinel-user', sentinelPassword: 'pw', replicaAck: true, replicaAckTimeoutMs: 1 },
+    { replicaAck: false, replicaAckTimeoutMs: 600_000 },
+    { replicaAckTimeoutMs: 0.5 }, // rounds up to 1 ms
+    { sentinelUsername: undefined, sentinelPassword: null, replicaAck: undefined, replicaAckTimeoutMs: null },
+  ]) {
+    const c = await Client.connect(server.url, options);
+    try {
+      assert.ok(!util.inspect(c, { showHidden: true, depth: Infinity }).includes('sentinel-user'));
+      const lock = c.lock('err:sentinel-options');
+      await (await lock.acquire({ leaseMs: 5000 })).release();
+    } finally {
+      await c.close();
+    }
+  }
+});
+
+test('malformed redis+sentinel:// and redis+cluster:// URLs reject with ERR_INVALID_ARGUMENT, never echoing a password', async () => {
+  const secret = 'url-s3cret-pw';
+  for (const url of [
+    `redis+sentinel://:${secret}@127.0.0.1:26379`, // no master name
+    `redis+sentinel://:${secret}@127.0.0.1:26379/`,
+    `redis+sentinel://user:${secret}@127.0.0.1:26379/mymaster/extra`,
+    `redis+sentinel://:${secret}@127.0.0.1:26379/mymaster/notadb`,
+    `rediss+sentinel://:${secret}@127.0.0.1:26379,,127.0.0.1:26380/mymaster`,
+    `redis+sentinel://:${secret}@127.0.0.1:notaport/mymaster`,
+    `redis+cluster://:${secret}@127.0.0.1:7000/3`, // a cluster has only db 0
+    `rediss+cluster://:${secret}@127.0.0.1:7000?timeout=1`,
+    `redis+cluster://:${secret}@`,
+    `redis+nonsense://:${secret}@127.0.0.1:7000`,
+  ]) {
+    await assert.rejects(
+      Client.connect(url),
+      (e) => coded('ERR_INVALID_ARGUMENT', 'InvalidArgumentError')(e) && !util.inspect(e).includes(secret),
+      url,
+    );
+  }
+  // Well-formed, nothing listening: a ConnectionError, without the password either.
+  const port = await freePort();
+  for (const url of [`redis+sentinel://:${secret}@127.0.0.1:${port}/mymaster`, `redis+cluster://:${secret}@127.0.0.1:${port}`]) {
+    await assert.rejects(
+      within(Client.connect(url, { connectTimeoutMs: 500 }), 10_000, 'connect'),
+      (e) => coded('ERR_CONNECTION', 'ConnectionError')(e) && !util.inspect(e).includes(secret),
+      url,
+    );
+  }
+});
+
+test('NotReplicatedError: exported with its code (its real cause: test/sentinel.test.js)', () => {
+  const { NotReplicatedError } = ferrolock;
+  assert.equal(typeof NotReplicatedError, 'function');
+  assert.equal(NotReplicatedError.code, 'ERR_NOT_REPLICATED');
+  const e = new NotReplicatedError('no replica acknowledged');
+  assert.ok(e instanceof FerrolockError);
+  assert.ok(e instanceof Error);
+  assert.equal(e.code, 'ERR_NOT_REPLICATED');
+  assert.equal(e.name, 'NotReplicatedError');
+  assert.equal(e.message, 'no replica acknowledged');
 });
 
 /** A redis-server with ACL user `limited` (password pw) made by `rules`; runs `fn(client, admin)`. */

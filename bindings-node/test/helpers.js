@@ -22,21 +22,51 @@ function freePort() {
   });
 }
 
-/** Starts redis-server; resolves when it logs that it accepts connections. */
-async function startRedis(extraArgs = []) {
+// Every server the tests started and have not stopped: killed when the test process
+// exits, whatever way it exits (a failed `before` hook, an uncaught exception).
+const running = new Set();
+process.on('exit', () => {
+  for (const proc of running) {
+    try {
+      proc.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/**
+ * Starts redis-server; resolves when it logs that it accepts connections.
+ * With `sentinel` (lines of a sentinel config, such as `sentinel monitor ...`), starts
+ * a sentinel instead: `redis-server <conf> --sentinel`, the conf holding `port` and
+ * `bind 127.0.0.1` and those lines (a sentinel rewrites its conf: it lives in the
+ * server's temp dir).
+ */
+async function startRedis(extraArgs = [], { sentinel } = {}) {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-node-test-'));
-    const proc = spawn('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-      '--save', '', '--appendonly', 'no', '--logfile', '', '--loglevel', 'notice',
-      ...extraArgs,
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let args;
+    if (sentinel) {
+      const conf = path.join(dir, 'sentinel.conf');
+      fs.writeFileSync(conf, [`port ${port}`, 'bind 127.0.0.1', ...sentinel, ''].join('\n'));
+      args = [conf, '--sentinel', '--dir', dir, '--logfile', '', '--loglevel', 'notice', ...extraArgs];
+    } else {
+      args = [
+        '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
+        '--save', '', '--appendonly', 'no', '--logfile', '', '--loglevel', 'notice',
+        ...extraArgs,
+      ];
+    }
+    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(proc);
+    proc.on('exit', () => running.delete(proc));
     let log = '';
     const ready = await new Promise((resolve) => {
       const onData = (chunk) => {
         log += chunk;
-        if (/Ready to accept connections/.test(log)) resolve(true);
+        // A sentinel does not say "Ready"; it names itself once it listens.
+        if (/Ready to accept connections|Sentinel ID is/.test(log)) resolve(true);
         if (/Address already in use|Could not create server TCP/i.test(log)) resolve(false);
       };
       proc.stdout.on('data', onData);
@@ -69,6 +99,78 @@ async function startRedis(extraArgs = []) {
     };
   }
   throw new Error('redis-server did not start');
+}
+
+/**
+ * A master, one replica of it and three sentinels monitoring it as `mymaster`
+ * (quorum 2), each sentinel with `requirepass` = `password` (and that as
+ * `sentinel-pass`, so that they reach each other). Resolves once the replica's link
+ * is up and every sentinel names the master and knows the replica (within
+ * `timeoutMs`). `stop()` kills them all; a failed start kills what it started.
+ */
+async function startSentinels({ password, timeoutMs = 10_000 } = {}) {
+  const started = [];
+  const conns = [];
+  const stop = async () => {
+    for (const c of conns.splice(0)) c.disconnect();
+    await Promise.all(started.splice(0).map((s) => s.stop()));
+  };
+  try {
+    const deadline = Date.now() + timeoutMs;
+    const left = (what) => ({ timeoutMs: Math.max(1, deadline - Date.now()), what });
+    // The delay is the master's: with it at 0, a diskless full sync starts at once.
+    const master = await startRedis(['--repl-diskless-sync-delay', '0']);
+    started.push(master);
+    const replica = await startRedis(['--replicaof', '127.0.0.1', String(master.port), '--repl-diskless-sync-delay', '0']);
+    started.push(replica);
+    const replicaConn = raw(replica);
+    conns.push(replicaConn);
+    await eventually(async () => /master_link_status:up/.test(await replicaConn.info('replication')), left('the replica\'s link to the master'));
+
+    const sentinels = [];
+    for (let i = 0; i < 3; i++) {
+      const s = await startRedis([], {
+        sentinel: [
+          `requirepass ${password}`,
+          `sentinel sentinel-pass ${password}`,
+          `sentinel monitor mymaster 127.0.0.1 ${master.port} 2`,
+          'sentinel down-after-milliseconds mymaster 1000',
+        ],
+      });
+      started.push(s);
+      sentinels.push(s);
+    }
+    const Redis = require('ioredis');
+    for (const s of sentinels) {
+      const conn = new Redis(s.port, '127.0.0.1', { password, maxRetriesPerRequest: 1 });
+      conns.push(conn);
+      await eventually(async () => {
+        try {
+          const addr = await conn.call('SENTINEL', 'get-master-addr-by-name', 'mymaster');
+          if (!addr || addr[1] !== String(master.port)) return false;
+          const replicas = await conn.call('SENTINEL', 'replicas', 'mymaster');
+          return replicas.some((fields) => {
+            const f = Object.fromEntries(fields.flatMap((v, i) => (i % 2 ? [] : [[v, fields[i + 1]]])));
+            return f.port === String(replica.port) && !/s_down|disconnected/.test(f.flags);
+          });
+        } catch {
+          return false; // not answering yet
+        }
+      }, left(`sentinel ${s.port} to name the master and know the replica`));
+    }
+    for (const c of conns.splice(0)) c.disconnect();
+    return {
+      master,
+      replica,
+      sentinels,
+      /** `redis+sentinel://` URL of the first two sentinels. */
+      url: `redis+sentinel://127.0.0.1:${sentinels[0].port},127.0.0.1:${sentinels[1].port}/mymaster`,
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
 }
 
 /** Polls `fn` until it returns truthy (a condition wait with a deadline, not a sleep). */
@@ -131,4 +233,4 @@ function useRedis(assign, clientOptions = {}) {
   });
 }
 
-module.exports = { startRedis, eventually, within, raw, leftoverKeys, freePort, useRedis };
+module.exports = { startRedis, startSentinels, eventually, within, raw, leftoverKeys, freePort, useRedis };

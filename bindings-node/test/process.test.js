@@ -92,7 +92,7 @@ test('a process that never closes its client still exits, and releases its lock'
 test("ESM: import { Client } from 'ferrolock'", async () => {
   const r = await runChild(process.execPath, [path.join(fixtures, 'esm-import.mjs'), server.url], 15_000);
   assert.equal(r.code, 0, r.out);
-  assert.deepEqual(JSON.parse(r.out.trim()), { same: true, error: 'AbortError', locked: false });
+  assert.deepEqual(JSON.parse(r.out.trim()), { same: true, error: 'AbortError', notReplicated: 'ERR_NOT_REPLICATED', locked: false });
 });
 
 test('TypeScript sees the types (tsc --noEmit --strict, CommonJS and ESM)', async () => {
@@ -139,7 +139,12 @@ async function main(): Promise<void> {
   try { await lock.release(); } catch (e) {
     if (e instanceof FerrolockError && e.code === 'ERR_NOT_OWNER') { /* expected */ }
     if (e instanceof PermissionDeniedError) { const p: 'ERR_PERMISSION' = e.code; void p; }
+    if (e instanceof NotReplicatedError) { const p: 'ERR_NOT_REPLICATED' = e.code; void p; }
   }
+  const behindSentinel: Client = await Client.connect('redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster', {
+    sentinelUsername: 'default', sentinelPassword: 'pw', replicaAck: true, replicaAckTimeoutMs: 1000,
+  });
+  await behindSentinel.close();
   const id: string = client.id;
   await client.close();
   void [token, s, l, ok, b, n, left, t, sig, r, id];
@@ -147,7 +152,7 @@ async function main(): Promise<void> {
 void main;
 `;
   return {
-    'cjs.cts': `import { Client, Lock, Hold, FerrolockError, PermissionDeniedError } from 'ferrolock';\n${body}`,
-    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError, PermissionDeniedError } from 'ferrolock';\nvoid ferrolock.Client;\n${body}`,
+    'cjs.cts': `import { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError } from 'ferrolock';\n${body}`,
+    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError } from 'ferrolock';\nvoid ferrolock.Client;\n${body}`,
   };
 }
