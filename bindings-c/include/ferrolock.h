@@ -85,6 +85,12 @@ typedef enum ferrolock_status {
      * was refused and the ACL rule that would allow it (e.g. "+hincrby").
      */
     FERROLOCK_ERR_PERMISSION,
+    /**
+     * Behind Sentinel with `replica_ack` on (the default): no replica acknowledged an
+     * acquire within `replica_ack_timeout_ms`, so the acquire was undone (a failover
+     * could have lost it) and nothing is held. Retrying is safe.
+     */
+    FERROLOCK_ERR_NOT_REPLICATED,
 } ferrolock_status;
 
 /**
@@ -104,7 +110,8 @@ typedef enum ferrolock_lock_kind {
 } ferrolock_lock_kind;
 
 /**
- * A connection to one Redis server, shared by all its lock handles.
+ * A connection to one Redis deployment (a server, a master behind Sentinel, or a
+ * Cluster), shared by all its lock handles.
  * Thread-safe: create one per process and share it between threads.
  */
 typedef struct ferrolock_client ferrolock_client;
@@ -114,6 +121,66 @@ typedef struct ferrolock_client ferrolock_client;
  * like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
  */
 typedef struct ferrolock_lock ferrolock_lock;
+
+/**
+ * Settings for `ferrolock_client_connect_opts()`. Fill it with
+ * `ferrolock_options_init()` first (defaults, and `size`), then change what you need.
+ *
+ * New fields are only ever appended; the library reads only the fields within
+ * `size` bytes (the rest take their defaults). Durations are in milliseconds.
+ */
+typedef struct ferrolock_options {
+    /**
+     * `sizeof(ferrolock_options)` as the program was compiled; set by
+     * `ferrolock_options_init()`. Do not change it.
+     */
+    uint32_t size;
+    /**
+     * Lease of locks acquired without an explicit lease, renewed every third of it
+     * while held. Default 30000; 30 ms to 7 days.
+     */
+    int64_t watchdog_timeout_ms;
+    /**
+     * How long one connection attempt may take. Default 2000; 1 ms to 600 s.
+     */
+    int64_t connect_timeout_ms;
+    /**
+     * How long one command may take before it counts as failed. Default 2000;
+     * 1 ms to 600 s.
+     */
+    int64_t response_timeout_ms;
+    /**
+     * How long a release whose reply was lost is retried (also the unlock latch's
+     * TTL). Default 5000; 1 ms to 1 day.
+     */
+    int64_t retry_window_ms;
+    /**
+     * Clock drift allowance as a fraction of the lease: a hold counts as lost
+     * `lease x drift_factor + 2 ms` before Redis would expire it. Default 0.01; 0 to 0.5.
+     */
+    double drift_factor;
+    /**
+     * User name for the sentinels themselves (a `redis+sentinel://` URL's
+     * credentials are the data nodes'). NULL or "" (the default): none. Copied.
+     */
+    const char *sentinel_username;
+    /**
+     * Password for the sentinels themselves (their `requirepass`). NULL or "" (the
+     * default): none. Copied; never appears in error messages.
+     */
+    const char *sentinel_password;
+    /**
+     * Behind Sentinel: 1 (the default) makes an acquire wait (`WAIT`) until a replica
+     * has the lock, and undo it and fail with `FERROLOCK_ERR_NOT_REPLICATED` when none
+     * acknowledged within `replica_ack_timeout_ms`; 0 turns that off. Applies while
+     * the master has replicas. Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`.
+     */
+    int32_t replica_ack;
+    /**
+     * How long that acknowledgement may take. Default 1000; 1 ms to 600 s.
+     */
+    int64_t replica_ack_timeout_ms;
+} ferrolock_options;
 
 /**
  * Called when a hold taken through a lock handle is lost. `name` is the lock name
@@ -126,27 +193,77 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Connects to Redis and checks that it answers.
+ * Fills the first `size` bytes at `options` with the defaults (fields this library
+ * does not know are zeroed) and sets `options->size = size`.
  *
- * @param url `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS.
- *        Passwords never appear in error messages.
+ * Call it through `ferrolock_options_init(&options)`, which passes
+ * `sizeof options` as the program was compiled, so the library never writes past
+ * the struct, however much it grows in later versions. Languages that cannot use the
+ * header's inline function call this one with the struct's size.
+ *
+ * NULL `options`, or a `size` that cannot be a `ferrolock_options` (under 4 or over
+ * 4096 bytes), writes nothing and sets the last error.
+ */
+void ferrolock_options_init_sized(struct ferrolock_options *options, uint32_t size);
+
+/**
+ * Connects to Redis with default settings and checks that it answers.
+ *
+ * The same as `ferrolock_client_connect_opts()` with the defaults of
+ * `ferrolock_options_init()` and, when `watchdog_timeout_ms > 0`, that watchdog lease.
+ *
+ * @param url the deployment, in one of the forms of `ferrolock_client_connect_opts()`
+ *        (one server, Sentinel or Cluster). Passwords never appear in error messages.
  * @param watchdog_timeout_ms lease of locks acquired without an explicit lease
  *        (renewed every third of it while held); `<= 0` means the default 30000.
  *        Otherwise 30 ms to 7 days.
  * @param out receives the new client, or NULL on failure. Free it with
  *        `ferrolock_client_free()`.
- * @return `FERROLOCK_OK`;
- *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL,
- *         `watchdog_timeout_ms` out of range);
- *         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password);
- *         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
- *         `FERROLOCK_ERR_INTERNAL`.
+ * @return like `ferrolock_client_connect_opts()`.
  *
  * Thread-safe. Blocks for at most about 4 s (connect + response timeout).
  */
 enum ferrolock_status ferrolock_client_connect(const char *url,
                                                int64_t watchdog_timeout_ms,
                                                struct ferrolock_client **out);
+
+/**
+ * Connects to Redis with the given settings and checks that it answers.
+ *
+ * @param url one of
+ *        - `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
+ *          (append `#insecure` to skip certificate verification, for tests only):
+ *          one server. A cluster node given this way is used as the cluster's seed.
+ *        - `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]`
+ *          (`rediss+sentinel://` for TLS): the master the sentinels name, followed
+ *          across failovers. The credentials are the data nodes'; the sentinels' own
+ *          are `sentinel_username` / `sentinel_password` of the options. The sentinel
+ *          port defaults to 26379.
+ *        - `redis+cluster://[user:password@]host:port[,host:port...]`
+ *          (`rediss+cluster://`): a Redis Cluster, from these seed nodes (port
+ *          6379 by default; database 0 only).
+ *        Passwords never appear in error messages.
+ * @param options the settings, filled by `ferrolock_options_init()` and then changed
+ *        as needed; only its first `options->size` bytes are read (fields past them
+ *        take their defaults). Copied (strings too): it may be freed or reused
+ *        after the call. NULL means all defaults.
+ * @param out receives the new client, or NULL on failure. Free it with
+ *        `ferrolock_client_free()`.
+ * @return `FERROLOCK_OK`;
+ *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL, an option
+ *         out of range or unknown, a `size` that is not one of a `ferrolock_options`:
+ *         the message names the field);
+ *         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password,
+ *         no sentinel answers or names the master);
+ *         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
+ *         `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Thread-safe. Blocks for at most about `connect_timeout_ms + response_timeout_ms`
+ * (4 s with the defaults).
+ */
+enum ferrolock_status ferrolock_client_connect_opts(const char *url,
+                                                    const struct ferrolock_options *options,
+                                                    struct ferrolock_client **out);
 
 /**
  * Releases every lock this client still holds, through any handle and thread
@@ -248,7 +365,10 @@ void ferrolock_lock_free(struct ferrolock_lock *lock);
  *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
  *         command, key or channel the lock needs; the message names the rule to add;
  *         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
- *         `FERROLOCK_ERR_INTERNAL`.
+ *         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
+ *         option on: no replica acknowledged the acquire within
+ *         `replica_ack_timeout_ms`, so it was undone and nothing is held; retrying
+ *         is safe); `FERROLOCK_ERR_INTERNAL`.
  *
  * Blocks the calling thread. Thread-safe.
  *
@@ -402,3 +522,22 @@ const char *ferrolock_version(void);
 #endif  // __cplusplus
 
 #endif  /* FERROLOCK_H */
+
+#ifndef FERROLOCK_OPTIONS_INIT_DEFINED
+#define FERROLOCK_OPTIONS_INIT_DEFINED
+/**
+ * Fills `*o` with the defaults of every setting and sets `o->size = sizeof *o`.
+ * Call it before changing fields and passing `o` to `ferrolock_client_connect_opts()`:
+ *
+ *     ferrolock_options o;
+ *     ferrolock_options_init(&o);
+ *     o.connect_timeout_ms = 500;
+ *     s = ferrolock_client_connect_opts(url, &o, &client);
+ *
+ * Inline, so that it passes the size of `ferrolock_options` as this program was
+ * compiled; other languages call `ferrolock_options_init_sized()` with that size.
+ */
+static inline void ferrolock_options_init(ferrolock_options *o) {
+    ferrolock_options_init_sized(o, (uint32_t)sizeof *o);
+}
+#endif  /* FERROLOCK_OPTIONS_INIT_DEFINED */

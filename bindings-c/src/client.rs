@@ -1,14 +1,15 @@
-//! Clients: connect, free, id.
+//! Clients: connect (with default or given options), free, id.
 
 use std::ffi::{c_char, CString};
-use std::time::Duration;
 
 use ferrolock::{Client, Error};
 
 use crate::ffi::{self, answer_new, arg, block_on, c_str, internal, reclaim};
+use crate::options::ferrolock_options;
 use crate::status::ferrolock_status;
 
-/// A connection to one Redis server, shared by all its lock handles.
+/// A connection to one Redis deployment (a server, a master behind Sentinel, or a
+/// Cluster), shared by all its lock handles.
 /// Thread-safe: create one per process and share it between threads.
 pub struct ferrolock_client {
     pub(crate) client: Client,
@@ -18,32 +19,28 @@ pub struct ferrolock_client {
 const _: () = ffi::shared_between_threads::<ferrolock_client>();
 
 impl ferrolock_client {
-    fn connect(url: &str, watchdog_timeout_ms: i64) -> Result<Self, Error> {
-        let mut builder = Client::builder(url);
-        if watchdog_timeout_ms > 0 {
-            builder = builder.watchdog_timeout(Duration::from_millis(watchdog_timeout_ms as u64));
-        }
+    /// The one connect: `ferrolock_client_connect()` and `ferrolock_client_connect_opts()`.
+    unsafe fn connect(url: *const c_char, options: &ferrolock_options) -> Result<Self, Error> {
+        let builder = options.builder(c_str(url, "url")?)?;
         let client = block_on(None, builder.connect())??;
         let id = CString::new(client.id()).map_err(|_| internal("client id contains a NUL byte"))?;
         Ok(ferrolock_client { client, id })
     }
 }
 
-/// Connects to Redis and checks that it answers.
+/// Connects to Redis with default settings and checks that it answers.
 ///
-/// @param url `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS.
-///        Passwords never appear in error messages.
+/// The same as `ferrolock_client_connect_opts()` with the defaults of
+/// `ferrolock_options_init()` and, when `watchdog_timeout_ms > 0`, that watchdog lease.
+///
+/// @param url the deployment, in one of the forms of `ferrolock_client_connect_opts()`
+///        (one server, Sentinel or Cluster). Passwords never appear in error messages.
 /// @param watchdog_timeout_ms lease of locks acquired without an explicit lease
 ///        (renewed every third of it while held); `<= 0` means the default 30000.
 ///        Otherwise 30 ms to 7 days.
 /// @param out receives the new client, or NULL on failure. Free it with
 ///        `ferrolock_client_free()`.
-/// @return `FERROLOCK_OK`;
-///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL,
-///         `watchdog_timeout_ms` out of range);
-///         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password);
-///         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
-///         `FERROLOCK_ERR_INTERNAL`.
+/// @return like `ferrolock_client_connect_opts()`.
 ///
 /// Thread-safe. Blocks for at most about 4 s (connect + response timeout).
 #[no_mangle]
@@ -52,7 +49,57 @@ pub unsafe extern "C" fn ferrolock_client_connect(
     watchdog_timeout_ms: i64,
     out: *mut *mut ferrolock_client,
 ) -> ferrolock_status {
-    ffi!({ answer_new(out, || ferrolock_client::connect(c_str(url, "url")?, watchdog_timeout_ms)) })
+    ffi!({
+        let mut options = ferrolock_options::defaults();
+        if watchdog_timeout_ms > 0 {
+            options.watchdog_timeout_ms = watchdog_timeout_ms;
+        }
+        answer_new(out, || ferrolock_client::connect(url, &options))
+    })
+}
+
+/// Connects to Redis with the given settings and checks that it answers.
+///
+/// @param url one of
+///        - `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
+///          (append `#insecure` to skip certificate verification, for tests only):
+///          one server. A cluster node given this way is used as the cluster's seed.
+///        - `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]`
+///          (`rediss+sentinel://` for TLS): the master the sentinels name, followed
+///          across failovers. The credentials are the data nodes'; the sentinels' own
+///          are `sentinel_username` / `sentinel_password` of the options. The sentinel
+///          port defaults to 26379.
+///        - `redis+cluster://[user:password@]host:port[,host:port...]`
+///          (`rediss+cluster://`): a Redis Cluster, from these seed nodes (port
+///          6379 by default; database 0 only).
+///        Passwords never appear in error messages.
+/// @param options the settings, filled by `ferrolock_options_init()` and then changed
+///        as needed; only its first `options->size` bytes are read (fields past them
+///        take their defaults). Copied (strings too): it may be freed or reused
+///        after the call. NULL means all defaults.
+/// @param out receives the new client, or NULL on failure. Free it with
+///        `ferrolock_client_free()`.
+/// @return `FERROLOCK_OK`;
+///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL `url`/`out`, malformed URL, an option
+///         out of range or unknown, a `size` that is not one of a `ferrolock_options`:
+///         the message names the field);
+///         `FERROLOCK_ERR_CONNECTION` (unreachable, refused, timeout, wrong password,
+///         no sentinel answers or names the master);
+///         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run PING);
+///         `FERROLOCK_ERR_INTERNAL`.
+///
+/// Thread-safe. Blocks for at most about `connect_timeout_ms + response_timeout_ms`
+/// (4 s with the defaults).
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_client_connect_opts(
+    url: *const c_char,
+    options: *const ferrolock_options,
+    out: *mut *mut ferrolock_client,
+) -> ferrolock_status {
+    ffi!({
+        // Checks `out` (and clears `*out`) before anything else.
+        answer_new(out, || ferrolock_client::connect(url, &ferrolock_options::read(options)?))
+    })
 }
 
 /// Releases every lock this client still holds, through any handle and thread

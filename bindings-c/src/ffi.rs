@@ -217,4 +217,12 @@ mod tests {
         assert_eq!(status, FERROLOCK_ERR_PERMISSION);
         assert!(last_error_text().contains("+hincrby"), "{}", last_error_text());
     }
+
+    #[test]
+    fn not_replicated_has_its_own_status() {
+        assert_eq!(status_of(ErrorKind::NotReplicated), FERROLOCK_ERR_NOT_REPLICATED);
+        let status = run(|| Err(Error::new(ErrorKind::NotReplicated, "no replica acknowledged the lock")));
+        assert_eq!(status, FERROLOCK_ERR_NOT_REPLICATED);
+        assert!(last_error_text().contains("replica"), "{}", last_error_text());
+    }
 }

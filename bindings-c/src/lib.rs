@@ -16,6 +16,7 @@
 //!
 //! - `ffi`: the `ffi!` body of every export and the argument, C string, duration and
 //!   blocking plumbing, with the thread's last error;
+//! - `options`: `ferrolock_options`, the connect settings, and their defaults;
 //! - `client`: `ferrolock_client`;
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
 //! - `lock`: `ferrolock_lock`: create (by kind), free, per-thread holders, acquire,
@@ -30,6 +31,7 @@
 
 #[macro_use]
 mod ffi;
+mod options;
 mod client;
 mod kind;
 mod lock;
@@ -37,6 +39,7 @@ mod lost;
 mod status;
 
 pub use client::*;
+pub use options::*;
 pub use kind::*;
 pub use lock::*;
 pub use lost::*;

@@ -231,7 +231,10 @@ pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) {
 ///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
 ///         command, key or channel the lock needs; the message names the rule to add;
 ///         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
-///         `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
+///         option on: no replica acknowledged the acquire within
+///         `replica_ack_timeout_ms`, so it was undone and nothing is held; retrying
+///         is safe); `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Blocks the calling thread. Thread-safe.
 ///

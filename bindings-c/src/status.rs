@@ -36,6 +36,10 @@ pub enum ferrolock_status {
     /// A Redis ACL refused a command, key or channel (NOPERM); the message names what
     /// was refused and the ACL rule that would allow it (e.g. "+hincrby").
     FERROLOCK_ERR_PERMISSION,
+    /// Behind Sentinel with `replica_ack` on (the default): no replica acknowledged an
+    /// acquire within `replica_ack_timeout_ms`, so the acquire was undone (a failover
+    /// could have lost it) and nothing is held. Retrying is safe.
+    FERROLOCK_ERR_NOT_REPLICATED,
 }
 
 use ferrolock_status::*;
@@ -43,7 +47,7 @@ use ferrolock_status::*;
 impl ferrolock_status {
     /// Every status, in numeric order. New statuses are appended to the enum and here
     /// (the assertion below checks the order; `name` does not compile without them).
-    const ALL: [ferrolock_status; 9] = [
+    const ALL: [ferrolock_status; 10] = [
         FERROLOCK_OK,
         FERROLOCK_NOT_ACQUIRED,
         FERROLOCK_ERR_NOT_OWNER,
@@ -53,6 +57,7 @@ impl ferrolock_status {
         FERROLOCK_ERR_INVALID_ARGUMENT,
         FERROLOCK_ERR_INTERNAL,
         FERROLOCK_ERR_PERMISSION,
+        FERROLOCK_ERR_NOT_REPLICATED,
     ];
 
     /// The status with this numeric value, if there is one.
@@ -72,6 +77,7 @@ impl ferrolock_status {
             FERROLOCK_ERR_INVALID_ARGUMENT => c"FERROLOCK_ERR_INVALID_ARGUMENT",
             FERROLOCK_ERR_INTERNAL => c"FERROLOCK_ERR_INTERNAL",
             FERROLOCK_ERR_PERMISSION => c"FERROLOCK_ERR_PERMISSION",
+            FERROLOCK_ERR_NOT_REPLICATED => c"FERROLOCK_ERR_NOT_REPLICATED",
         }
     }
 }
@@ -100,6 +106,7 @@ pub(crate) fn status_of(kind: ErrorKind) -> ferrolock_status {
         ErrorKind::WrongType => FERROLOCK_ERR_WRONG_TYPE,
         ErrorKind::InvalidArgument => FERROLOCK_ERR_INVALID_ARGUMENT,
         ErrorKind::PermissionDenied => FERROLOCK_ERR_PERMISSION,
+        ErrorKind::NotReplicated => FERROLOCK_ERR_NOT_REPLICATED,
         // C has no cancellation: the only cancel is a client freed under a waiting call.
         ErrorKind::Cancelled => FERROLOCK_ERR_INVALID_ARGUMENT,
         _ => FERROLOCK_ERR_INTERNAL,
@@ -143,6 +150,7 @@ mod tests {
             assert_eq!(got.to_str().unwrap(), format!("{status:?}"));
         }
         assert_eq!(ferrolock_status::from_int(8), Some(FERROLOCK_ERR_PERMISSION));
+        assert_eq!(ferrolock_status::from_int(9), Some(FERROLOCK_ERR_NOT_REPLICATED));
         for value in [-1, ferrolock_status::ALL.len() as i32, 42, i32::MIN, i32::MAX] {
             let got = unsafe { CStr::from_ptr(ferrolock_status_str(value)) };
             assert_eq!(got.to_str().unwrap(), "FERROLOCK_UNKNOWN_STATUS", "{value}");
@@ -162,6 +170,7 @@ mod tests {
             (FERROLOCK_ERR_INVALID_ARGUMENT, 6),
             (FERROLOCK_ERR_INTERNAL, 7),
             (FERROLOCK_ERR_PERMISSION, 8),
+            (FERROLOCK_ERR_NOT_REPLICATED, 9),
         ];
         for (status, value) in values {
             assert_eq!(status as i32, value, "{status:?}");

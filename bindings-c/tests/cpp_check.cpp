@@ -1,4 +1,5 @@
-// The header as C++: compiles with -Wall -Wextra -Werror -pedantic and links.
+// The header as C++: compiles with -Wall -Wextra -Werror -pedantic and links
+// (the inline ferrolock_options_init() too).
 #include "ferrolock.h"
 
 #include <cstdio>
@@ -24,6 +25,16 @@ int main() {
     if (ferrolock_lock_new_kind(nullptr, "x", FERROLOCK_LOCK_FENCED, &lock) != FERROLOCK_ERR_INVALID_ARGUMENT ||
         lock != nullptr)
         return 1;
+    ferrolock_options opts;
+    ferrolock_options_init(&opts);
+    opts.connect_timeout_ms = 500;
+    opts.sentinel_password = "not-shown";
+    s = ferrolock_client_connect_opts("redis+sentinel://:pw@127.0.0.1:1", &opts, &client);
+    if (s != FERROLOCK_ERR_INVALID_ARGUMENT || client != nullptr || opts.size != sizeof opts ||
+        std::strstr(ferrolock_last_error(), "master") == nullptr) {
+        std::fprintf(stderr, "unexpected: %s: %s\n", ferrolock_status_str(s), ferrolock_last_error());
+        return 1;
+    }
     ferrolock_client_free(client);
     std::printf("c++: ferrolock %s, %s\n", ferrolock_version(), ferrolock_status_str(FERROLOCK_OK));
     return 0;

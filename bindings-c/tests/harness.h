@@ -1,6 +1,7 @@
 /*
  * Test harness for the C binding: starts a private redis-server (from PATH, on a
- * free 127.0.0.1 port, in a temp dir) and stops it at exit. The server gets
+ * free 127.0.0.1 port, in a temp dir) and stops it at exit; a test may start more
+ * (replicas, sentinels) the same way. The server gets
  * PR_SET_PDEATHSIG so it dies with the test even when the test aborts (ASan).
  * Also a minimal RESP client to set up and inspect keys, and check macros.
  */
@@ -146,36 +147,59 @@ static inline void redis_cmd(char *reply, size_t cap, ...) {
         FAIL("redis command %s failed: server unreachable", argv[0]);
 }
 
-static inline void redis_stop(void) {
-    redis_server *s = &harness_server;
+/* Stops a server started by redis_spawn() (also a SIGSTOPped one) and removes its dir. */
+static inline void redis_stop_server(redis_server *s) {
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
+        kill(s->pid, SIGCONT); /* a stopped process handles the SIGTERM once continued */
         waitpid(s->pid, NULL, 0);
         s->pid = 0;
     }
     if (s->dir[0]) {
+        static const char *const files[] = {"redis.log", "dump.rdb", "redis.conf", "temp-redis.conf"};
         char path[512];
-        snprintf(path, sizeof path, "%s/redis.log", s->dir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/dump.rdb", s->dir);
-        unlink(path);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            snprintf(path, sizeof path, "%s/%s", s->dir, files[i]);
+            unlink(path);
+        }
         rmdir(s->dir);
         s->dir[0] = '\0';
     }
 }
 
-/* Starts a private redis-server and returns its URL; stopped at exit. */
-static inline const char *redis_start(void) {
-    redis_server *s = &harness_server;
+static inline void redis_stop(void) {
+    redis_stop_server(&harness_server);
+}
+
+/* Starts redis-server into `s` on a free 127.0.0.1 port, in a temp dir of its own:
+ * `config` (may be NULL) is written to redis.conf there and given first (Sentinel needs
+ * a writable config file), then the harness's settings, then `extra` (NULL-terminated,
+ * may be NULL), e.g. "--replicaof" or "--sentinel". Returns once it answers PING (a
+ * NOAUTH refusal counts: it is up, and wants a password). The caller stops it. */
+static inline void redis_spawn(redis_server *s, const char *config, const char *const *extra) {
     const char *tmp = getenv("TMPDIR");
     snprintf(s->dir, sizeof s->dir, "%s/ferrolock-c-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
     if (!mkdtemp(s->dir)) FAIL("mkdtemp: %s", strerror(errno));
-    atexit(redis_stop);
+    char conf[512];
+    snprintf(conf, sizeof conf, "%s/redis.conf", s->dir);
     for (int attempt = 0; attempt < 5; attempt++) {
+        if (config) {
+            FILE *f = fopen(conf, "w");
+            if (!f || fputs(config, f) < 0 || fclose(f) != 0) FAIL("cannot write %s", conf);
+        }
         s->port = free_port();
         char port[16], log[512];
         snprintf(port, sizeof port, "%d", s->port);
         snprintf(log, sizeof log, "%s/redis.log", s->dir);
+        const char *argv[40];
+        int argc = 0;
+        argv[argc++] = "redis-server";
+        if (config) argv[argc++] = conf;
+        const char *base[] = {"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                              "--dir", s->dir, "--daemonize", "no"};
+        for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) argv[argc++] = base[i];
+        for (int i = 0; extra && extra[i] && argc < 39; i++) argv[argc++] = extra[i];
+        argv[argc] = NULL;
         pid_t pid = fork();
         if (pid < 0) FAIL("fork: %s", strerror(errno));
         if (pid == 0) {
@@ -185,9 +209,7 @@ static inline const char *redis_start(void) {
                 dup2(fd, 1);
                 dup2(fd, 2);
             }
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-                   "--save", "", "--appendonly", "no", "--dir", s->dir, "--daemonize", "no",
-                   (char *)NULL);
+            execvp("redis-server", (char *const *)argv);
             _exit(127);
         }
         s->pid = pid;
@@ -197,9 +219,9 @@ static inline const char *redis_start(void) {
             char reply[64];
             const char *ping[] = {"PING"};
             if (redis_call_argv(s->port, reply, sizeof reply, 1, ping) == 0 &&
-                strcmp(reply, "+PONG") == 0) {
+                (strcmp(reply, "+PONG") == 0 || strncmp(reply, "-NOAUTH", 7) == 0)) {
                 snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
-                return s->url;
+                return;
             }
             if (waitpid(pid, NULL, WNOHANG) == pid) {
                 s->pid = 0;
@@ -211,7 +233,31 @@ static inline const char *redis_start(void) {
         if (s->pid > 0) FAIL("redis-server on port %d did not answer PING within 10 s", s->port);
     }
     FAIL("redis-server did not start (see %s/redis.log)", s->dir);
-    return NULL;
+}
+
+/* Starts a private redis-server and returns its URL; stopped at exit. */
+static inline const char *redis_start(void) {
+    atexit(redis_stop);
+    redis_spawn(&harness_server, NULL, NULL);
+    return harness_server.url;
+}
+
+/* More servers for one test (replicas, sentinels): started by redis_start_more(), all
+ * stopped at exit. */
+static redis_server harness_more[8];
+static int harness_more_count;
+
+static inline void redis_stop_more(void) {
+    for (int i = 0; i < harness_more_count; i++) redis_stop_server(&harness_more[i]);
+}
+
+/* Starts one more redis-server (see redis_spawn()); stopped at exit. */
+static inline redis_server *redis_start_more(const char *config, const char *const *extra) {
+    if (harness_more_count == (int)(sizeof harness_more / sizeof harness_more[0])) FAIL("too many servers");
+    if (harness_more_count == 0) atexit(redis_stop_more);
+    redis_server *s = &harness_more[harness_more_count++];
+    redis_spawn(s, config, extra);
+    return s;
 }
 
 static inline ferrolock_client *connect_client(const char *url, int64_t watchdog_ms) {
