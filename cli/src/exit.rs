@@ -1,7 +1,14 @@
 //! The exit-code table. Codes follow flock(1) for conflicts, shells for commands
 //! that cannot run or die of a signal, and sysexits.h for the rest, so scripts can
 //! tell "someone else has it" (1) from "Redis is down" (69) from "we lost it" (75)
-//! from "Redis refuses this user" (77) from "CMD ran, but the lock stays" (74).
+//! from "no replica has it yet, try again" (76) from "Redis refuses this user" (77)
+//! from "CMD ran, but the lock stays" (74).
+//!
+//! Not-replicated gets a code of its own rather than 75 (EX_TEMPFAIL, whose meaning
+//! would fit): 75 already says "the lock was lost while CMD ran", and a script must be
+//! able to tell "CMD ran, unprotected for a while" from "CMD never started". Of the
+//! free sysexits codes, 76 (EX_PROTOCOL, "remote error in protocol") comes closest:
+//! the master did not get the acknowledgement the acquire's WAIT asked for.
 
 use ferrolock::{Error, ErrorKind};
 
@@ -20,6 +27,9 @@ pub const INTERNAL: i32 = 70;
 pub const NOT_RELEASED: i32 = 74;
 /// The lock was lost while CMD ran, or its release found it gone (EX_TEMPFAIL).
 pub const LOST: i32 = 75;
+/// Behind Sentinel, no replica acknowledged the acquire within its timeout, so it was
+/// undone: CMD did not run, nothing is held, and retrying is safe (EX_PROTOCOL).
+pub const NOT_REPLICATED: i32 = 76;
 /// A Redis ACL refused a command, key or channel the lock needs (EX_NOPERM).
 pub const NO_PERMISSION: i32 = 77;
 /// CMD exists but cannot be executed.
@@ -41,6 +51,8 @@ Exit status:
   74           run: the lock could not be released at the end (Redis down or refused it);
                it may stay held until its lease ends (CMD's exit status is on stderr)
   75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release
+  76           run, behind Sentinel: no replica acknowledged the acquire within
+               --replica-ack-timeout; CMD did not run, nothing is held, retrying is safe
   77           a Redis ACL refused a command, key or channel (NOPERM); stderr names the rule
   126          run: CMD found but not executable
   127          run: CMD not found
@@ -54,6 +66,7 @@ pub fn for_kind(kind: ErrorKind) -> i32 {
         ErrorKind::WrongType => WRONG_TYPE,
         ErrorKind::LockLost => LOST,
         ErrorKind::PermissionDenied => NO_PERMISSION,
+        ErrorKind::NotReplicated => NOT_REPLICATED,
         ErrorKind::NotAcquired => CONFLICT,
         _ => INTERNAL,
     }
@@ -68,4 +81,33 @@ pub fn fail(err: &Error) -> i32 {
 /// One diagnostic line on stderr.
 pub fn say(message: &str) {
     eprintln!("ferrolock: {message}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_code_and_the_table_lists_it() {
+        let kinds = [
+            (ErrorKind::NotAcquired, CONFLICT),
+            (ErrorKind::InvalidArgument, USAGE),
+            (ErrorKind::WrongType, WRONG_TYPE),
+            (ErrorKind::Connection, UNAVAILABLE),
+            (ErrorKind::Internal, INTERNAL),
+            (ErrorKind::LockLost, LOST),
+            (ErrorKind::NotReplicated, NOT_REPLICATED),
+            (ErrorKind::PermissionDenied, NO_PERMISSION),
+        ];
+        for (kind, code) in kinds {
+            assert_eq!(for_kind(kind), code, "{kind:?}");
+            assert!(TABLE.contains(&format!("\n  {code} ")), "the exit table lacks {code}");
+        }
+        // Each failure its own code (1 and 2 are shared by design with conflicts and usage).
+        let mut codes: Vec<i32> = kinds.iter().map(|(_, c)| *c).collect();
+        codes.push(NOT_RELEASED);
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), kinds.len() + 1);
+    }
 }

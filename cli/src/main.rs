@@ -1,15 +1,30 @@
 //! `ferrolock`: a distributed flock(1) on Redis, speaking Redisson's lock protocol.
 //!
 //! ```text
-//! ferrolock [--url URL] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced]
+//! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced]
 //!                           [--conflict-exit-code N] [--kill-after SECS] -- CMD [ARGS...]
-//! ferrolock [--url URL] status NAME [--json]
-//! ferrolock [--url URL] unlock --force NAME
+//! ferrolock [CONNECTION] status NAME [--json]
+//! ferrolock [CONNECTION] unlock --force NAME
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
+//!
+//! CONNECTION: [--url URL] [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS]
 //! ```
 //!
 //! The URL is `--url` (accepted before or after the subcommand), else `REDIS_URL`,
-//! else `redis://127.0.0.1:6379`. Diagnostics go to stderr, prefixed `ferrolock:`.
+//! else `redis://127.0.0.1:6379`. It is one of
+//!
+//! - `redis://[user:password@]host[:port][/db]` or `rediss://...` (TLS): one server (a
+//!   cluster node given this way is used as the cluster's seed);
+//! - `redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]`
+//!   or `rediss+sentinel://...`: the master the sentinels name, followed across failovers;
+//! - `redis+cluster://[user:password@]host:port[,host:port...]` or `rediss+cluster://...`.
+//!
+//! A Sentinel URL's credentials are the data nodes'. The sentinels' own are
+//! `--sentinel-username` and the environment variable `FERROLOCK_SENTINEL_PASSWORD`
+//! (never an option: any user on the machine can read a command line). Behind Sentinel
+//! an acquire waits until a replica acknowledged it (`--replica-ack-timeout`, default
+//! 1 s) and fails with exit 76 when none did; `--no-replica-ack` turns that off.
+//! Diagnostics go to stderr, prefixed `ferrolock:`.
 //!
 //! Exit status:
 //!
@@ -23,6 +38,7 @@
 //! | 70 | internal error |
 //! | 74 | `run`: the lock could not be released at the end (Redis down or refused it); it may stay held until its lease ends |
 //! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone |
+//! | 76 | `run`, behind Sentinel: no replica acknowledged the acquire in time; CMD did not run, nothing is held, retrying is safe |
 //! | 77 | a Redis ACL refused a command, key or channel (`NOPERM`); the message names the ACL rule to add |
 //! | 126 | `run`: CMD is not executable |
 //! | 127 | `run`: CMD not found |
@@ -54,16 +70,51 @@ Examples:
   ferrolock run -n deploy -- make deploy                 # give up at once if busy (exit 1)
   ferrolock --url redis://:secret@redis:6379 status deploy --json
   ferrolock unlock --force deploy
+  FERROLOCK_SENTINEL_PASSWORD=... ferrolock --url redis+sentinel://s1,s2,s3/mymaster \\
+      run nightly-report -- ./report.sh
 
-The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379.";
+The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379. It is one of
+  redis://[user:password@]host[:port][/db]          one server (rediss:// for TLS)
+  redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]
+                                                    the master the sentinels name
+                                                    (rediss+sentinel:// for TLS)
+  redis+cluster://[user:password@]host:port[,host:port...]
+                                                    a cluster (rediss+cluster:// for TLS)
+A Sentinel URL's user and password are the data nodes'. The sentinels' own password
+is read from $FERROLOCK_SENTINEL_PASSWORD: there is no option for it, since other
+users on the machine can see a command line.";
 
 #[derive(Parser)]
 #[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
 struct Cli {
-    /// Redis URL: redis://[user:password@]host[:port][/db] or rediss:// for TLS
+    /// Redis URL: redis://[user:password@]host[:port][/db] (rediss:// for TLS),
+    /// redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>] or
+    /// redis+cluster://[user:password@]host:port[,host:port...] (see below)
     /// [default: $REDIS_URL, else redis://127.0.0.1:6379]
     #[arg(long, global = true, value_name = "URL")]
     url: Option<String>,
+
+    /// Sentinel only: the user name for the sentinels themselves (the URL's user and
+    /// password are the data nodes'). Their password comes from
+    /// $FERROLOCK_SENTINEL_PASSWORD, never from an option: other users can see a command line
+    #[arg(long, global = true, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    sentinel_username: Option<String>,
+
+    /// Sentinel only: do not wait for a replica to acknowledge the acquire [default: wait,
+    /// and exit 76 when no replica acknowledged it within --replica-ack-timeout]
+    #[arg(long, global = true)]
+    no_replica_ack: bool,
+
+    /// Sentinel only: how long an acquire waits for a replica to acknowledge it, in
+    /// seconds (0.001 to 600) [default: 1]
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_replica_ack_timeout,
+          allow_negative_numbers = true, conflicts_with = "no_replica_ack")]
+    replica_ack_timeout: Option<Duration>,
+
+    /// Refused with a pointer to $FERROLOCK_SENTINEL_PASSWORD (hidden: only there so
+    /// that the mistake gets a useful message).
+    #[arg(long, global = true, hide = true, value_name = "PASSWORD")]
+    sentinel_password: Option<String>,
 
     #[command(subcommand)]
     command: Command,
@@ -90,6 +141,10 @@ gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
 If the lock cannot be released when CMD ends (Redis down or refusing, after a few
 seconds of retries), ferrolock says so on stderr with how long the lock may stay
 held (until its lease ends) and CMD's exit status, and exits 74.
+Behind Sentinel (a redis+sentinel:// URL), an acquire also waits until a replica
+has the lock (--replica-ack-timeout, 1 s by default): when none acknowledged it,
+the acquire is undone, CMD does not run and ferrolock exits 76 (retrying is safe);
+--no-replica-ack turns this off.
 
 Examples:
   ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
@@ -192,6 +247,7 @@ struct UnlockArgs {
 #[derive(Args)]
 #[command(after_help = "\
 Uses --url or $REDIS_URL when given; otherwise starts a scratch redis-server of its own.
+The workers connect with the URL alone: the Sentinel options are not used here.
 
 Example:
   ferrolock demo --seconds 5")]
@@ -224,6 +280,15 @@ fn parse_lease(text: &str) -> Result<Duration, String> {
     }
 }
 
+fn parse_replica_ack_timeout(text: &str) -> Result<Duration, String> {
+    // The client's range: WAIT takes whole milliseconds, and 10 min is already no answer.
+    const MAX: Duration = Duration::from_secs(600);
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.001 && secs <= MAX.as_secs_f64() => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("give a number of seconds from 0.001 to 600, like 1 or 0.25".to_string()),
+    }
+}
+
 fn parse_watchdog(text: &str) -> Result<Duration, String> {
     // The client's lower bound: renewing every 10 ms is already a lot of traffic.
     match parse_seconds(text)? {
@@ -250,10 +315,25 @@ fn parse() -> Cli {
 
 fn main() {
     let cli = parse();
+    if cli.sentinel_password.is_some() {
+        // Too late for this one (it is in the process list already), but never again; not echoed.
+        exit::say(&format!(
+            "there is no --sentinel-password option: any user on this machine can read a command \
+             line. Put the sentinels' password in the {} environment variable",
+            target::SENTINEL_PASSWORD_ENV
+        ));
+        std::process::exit(exit::USAGE);
+    }
     let code = match cli.command {
         // The demo runs its own runtime, and its own server when no URL is given.
         Command::Demo(args) => demo::run(target::given(cli.url).map(|t| t.url), args.seconds, args.workers),
-        command => dispatch(target::resolve(cli.url), command),
+        command => match target::SentinelSettings::from_env(cli.sentinel_username, !cli.no_replica_ack, cli.replica_ack_timeout) {
+            Ok(sentinel) => dispatch(target::resolve(cli.url, sentinel), command),
+            Err(message) => {
+                exit::say(&message);
+                exit::USAGE
+            }
+        },
     };
     use std::io::Write;
     let _ = std::io::stdout().flush();
