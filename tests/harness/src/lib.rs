@@ -5,6 +5,12 @@
 mod workers;
 pub use workers::*;
 
+mod cluster;
+mod sentinel;
+mod topology;
+pub use cluster::*;
+pub use sentinel::*;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -19,6 +25,10 @@ pub struct RedisServer {
     child: Option<Child>,
     extra: Vec<String>,
     tls: bool,
+    /// Contents of a config file written into `dir` and passed before every other argument.
+    config: Option<String>,
+    /// Set while the process is SIGSTOPped by [`RedisServer::pause`].
+    paused: AtomicBool,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -73,9 +83,66 @@ impl RedisServer {
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             tls: false,
+            config: None,
+            paused: AtomicBool::new(false),
         };
         server.spawn()?; // on error, drop removes the directory
         Ok(server)
+    }
+
+    /// Like [`RedisServer::try_start`], with `config` written to `redis.conf` in the server's
+    /// directory and given as the config file (first argument); `extra` may hold e.g.
+    /// `--sentinel`. The file is writable, as Sentinel needs (it rewrites it). Returns once
+    /// the server on the port reports this process's pid.
+    pub fn try_start_with_config(config: &str, extra: &[&str]) -> Result<RedisServer, String> {
+        let mut server = RedisServer {
+            port: free_port(),
+            dir: ScratchDir::new("redis")?,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            tls: false,
+            config: Some(config.to_string()),
+            paused: AtomicBool::new(false),
+        };
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// The process id, `None` once killed.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// False once [`RedisServer::kill`] ran.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// The server's working directory (its `--dir`).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// SIGSTOPs the process (it keeps its sockets but answers nothing); waits until the
+    /// kernel reports it stopped. Drop still kills it.
+    pub fn pause(&self) {
+        let Some(pid) = self.pid() else { panic!("pause: redis-server on port {} is not running", self.port) };
+        self.paused.store(true, Ordering::SeqCst);
+        send_signal("STOP", pid);
+        wait_process_state(pid, true, self.port);
+    }
+
+    /// SIGCONTs a process stopped by [`RedisServer::pause`]; waits until it runs again.
+    pub fn resume(&self) {
+        let Some(pid) = self.pid() else { panic!("resume: redis-server on port {} is not running", self.port) };
+        send_signal("CONT", pid);
+        wait_process_state(pid, false, self.port);
+        self.paused.store(false, Ordering::SeqCst);
+    }
+
+    /// True between [`RedisServer::pause`] and [`RedisServer::resume`]: do not query it, it would not answer.
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
     }
 
     /// A server that only speaks TLS (self-signed certificate made with openssl) and needs `password`.
@@ -100,6 +167,9 @@ impl RedisServer {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new(redis_server_binary());
+        if self.config.is_some() {
+            cmd.arg(self.config_path()); // redis-server only takes the config file first
+        }
         if self.tls {
             cmd.args(["--port", "0", "--tls-port", &self.port.to_string(), "--tls-auth-clients", "no"])
                 .arg("--tls-cert-file")
@@ -118,7 +188,21 @@ impl RedisServer {
         cmd
     }
 
+    fn config_path(&self) -> PathBuf {
+        self.dir.join("redis.conf")
+    }
+
+    /// Writes the config file afresh: a previous attempt's process may have rewritten it.
+    fn write_config(&self) -> Result<(), String> {
+        match &self.config {
+            Some(config) => std::fs::write(self.config_path(), config)
+                .map_err(|e| format!("cannot write {}: {e}", self.config_path().display())),
+            None => Ok(()),
+        }
+    }
+
     fn spawn(&mut self) -> Result<(), String> {
+        self.write_config()?;
         let mut cmd = self.command();
         let mut child = cmd.spawn().map_err(|e| {
             format!("cannot start {}: {e} (is redis-server installed? the README's set-up commands install it)", redis_server_binary())
@@ -134,6 +218,7 @@ impl RedisServer {
                     return Err(format!("redis-server did not start on port {} (tls: {})", self.port, self.tls));
                 }
                 self.port = free_port(); // lost a race for the port: try another
+                self.write_config()?;
                 cmd = self.command();
                 child = cmd.spawn().map_err(|e| format!("cannot start redis-server: {e}"))?;
                 continue;
@@ -189,9 +274,11 @@ impl RedisServer {
 
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // SIGKILL, which also ends a SIGSTOPped process.
             let _ = child.kill();
             let _ = child.wait();
         }
+        self.paused.store(false, Ordering::SeqCst);
     }
 
     /// A raw connection for looking at what ferrolock wrote.
@@ -203,6 +290,34 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill(); // the directory goes with `dir`
+    }
+}
+
+fn send_signal(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run kill -{signal} {pid}: {e}"));
+    assert!(status.success(), "kill -{signal} {pid} failed: {status}");
+}
+
+/// Waits until /proc says the process is (or is no longer) stopped, as signals are
+/// delivered asynchronously. Without /proc (not Linux) it returns at once.
+fn wait_process_state(pid: u32, stopped: bool, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return };
+        // "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        if matches!(state, Some('T') | Some('t')) == stopped {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-server {pid} on port {port} did not become {} (state {state:?})",
+            if stopped { "stopped" } else { "running" }
+        );
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
