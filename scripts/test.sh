@@ -8,7 +8,7 @@ ensure_redis_server
 ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm
 
 echo "== core (Rust)"
-cargo test -p ferrolock
+cargo test -p ferrolock -p ferrolock-harness
 
 echo "== C binding"
 bash bindings-c/test.sh
