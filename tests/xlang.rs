@@ -1,5 +1,6 @@
 //! Cross-language suite: workers in Rust, Python, Node and C (tests/workers, one
-//! line protocol) and `ferrolock run` share lock names on one real redis-server.
+//! line protocol) and `ferrolock run` share lock names on one real redis-server;
+//! the exclusion and wake-up checks run again behind Sentinel and on a Cluster.
 //! Build first: `bash scripts/build.sh` (scripts/test.sh does).
 
 use std::collections::BTreeSet;
@@ -7,15 +8,87 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferrolock_harness::{
-    channel_of, eventually, keys, numsub, read_log, target_binary, RedisServer, ScratchDir, Worker, LANGUAGES,
+    channel_of, eventually, keys, numsub, read_log, target_binary, Cluster, RedisServer, ScratchDir, SentinelSet, Worker,
+    LANGUAGES,
 };
+use redis::aio::MultiplexedConnection;
 
-/// 5 languages x 2 processes x 200 non-atomic increments of one counter file under one
-/// fenced lock: the count is exact and the tokens follow the order of the critical sections.
+/// Where a check runs: one server, a master behind Sentinel, or a Cluster.
+enum Deployment {
+    Single(RedisServer),
+    Sentinel(SentinelSet),
+    Cluster(Cluster),
+}
+
+impl Deployment {
+    async fn single() -> Deployment {
+        Deployment::Single(RedisServer::start())
+    }
+
+    async fn sentinel() -> Deployment {
+        Deployment::Sentinel(SentinelSet::start().await)
+    }
+
+    async fn cluster() -> Deployment {
+        Deployment::Cluster(Cluster::start().await)
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Deployment::Single(server) => server.url(),
+            Deployment::Sentinel(set) => set.url(),
+            Deployment::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// A raw connection to the node that serves lock `name` (every key of a lock is there).
+    async fn raw_for(&self, name: &str) -> MultiplexedConnection {
+        match self {
+            Deployment::Single(server) => server.raw().await,
+            Deployment::Sentinel(set) => set.raw_master().await,
+            Deployment::Cluster(cluster) => cluster.raw(cluster.owner_of(name.as_bytes()).await).await,
+        }
+    }
+
+    /// Subscribers of a lock channel on `raw` (sharded ones on a cluster).
+    async fn subscribers(&self, raw: &mut MultiplexedConnection, channel: &str) -> i64 {
+        match self {
+            Deployment::Cluster(_) => {
+                let (_, n): (String, i64) =
+                    redis::cmd("PUBSUB").arg("SHARDNUMSUB").arg(channel).query_async(raw).await.unwrap();
+                n
+            }
+            _ => numsub(raw, channel).await,
+        }
+    }
+
+    async fn wait_for_subscribers(&self, raw: &mut MultiplexedConnection, channel: &str, n: i64) {
+        eventually(Duration::from_secs(10), &format!("a waiter subscribed to {channel}"), || {
+            let mut raw = raw.clone();
+            async move { self.subscribers(&mut raw, channel).await >= n }
+        })
+        .await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_across_languages() {
-    const PER_PROCESS: u64 = 200;
-    let server = RedisServer::start();
+    exclusion(Deployment::single().await, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_across_languages_behind_sentinel() {
+    exclusion(Deployment::sentinel().await, 40).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_exclusion_across_languages_on_a_cluster() {
+    exclusion(Deployment::cluster().await, 40).await;
+}
+
+/// 5 languages x 2 processes x `PER_PROCESS` non-atomic increments of one counter file under one
+/// fenced lock: the count is exact and the tokens follow the order of the critical sections.
+async fn exclusion(deployment: Deployment, per_process: u64) {
     let dir = ScratchDir::new("xlang-exclusion").unwrap();
     let counter = dir.join("counter");
     let name = "xlang:exclusion";
@@ -23,14 +96,14 @@ async fn mutual_exclusion_across_languages() {
     let mut workers = Vec::new();
     for lang in LANGUAGES {
         for i in 0..2 {
-            workers.push((Worker::start(lang, &server.url(), 30_000), dir.join(format!("{lang}-{i}.log"))));
+            workers.push((Worker::start(lang, &deployment.url(), 30_000), dir.join(format!("{lang}-{i}.log"))));
         }
     }
     // Two shell loops, each running `ferrolock run` once per increment.
     let cli_loops: Vec<Child> = (0..2)
         .map(|i| {
             let script = format!(
-                "for i in $(seq {PER_PROCESS}); do \"$FERROLOCK_BIN\" --url \"$URL\" run {name} --fenced -- \
+                "for i in $(seq {per_process}); do \"$FERROLOCK_BIN\" --url \"$URL\" run {name} --fenced -- \
                  sh -c 'n=$(cat \"$COUNTER\" 2>/dev/null); echo $(( ${{n:-0}} + 1 )) > \"$COUNTER\"; echo $FERROLOCK_TOKEN >> \"$TOKENS\"' \
                  || exit 1; done"
             );
@@ -38,7 +111,7 @@ async fn mutual_exclusion_across_languages() {
                 .arg("-c")
                 .arg(script)
                 .env("FERROLOCK_BIN", target_binary("ferrolock"))
-                .env("URL", server.url())
+                .env("URL", deployment.url())
                 .env("COUNTER", &counter)
                 .env("TOKENS", dir.join(format!("cli-{i}.tokens")))
                 .spawn()
@@ -46,23 +119,23 @@ async fn mutual_exclusion_across_languages() {
         })
         .collect();
     for (worker, log) in &mut workers {
-        worker.send(&format!("count {name} {} {} {PER_PROCESS} 0 0", counter.display(), log.display()));
+        worker.send(&format!("count {name} {} {} {per_process} 0 0", counter.display(), log.display()));
     }
     for (worker, _) in &mut workers {
-        assert_eq!(worker.reply(Duration::from_secs(120)), format!("ok {PER_PROCESS}"), "{} worker", worker.lang);
+        assert_eq!(worker.reply(Duration::from_secs(120)), format!("ok {per_process}"), "{} worker", worker.lang);
     }
     for mut cli in cli_loops {
         assert!(cli.wait().unwrap().success(), "a `ferrolock run` loop failed");
     }
 
     let total: u64 = std::fs::read_to_string(&counter).unwrap().trim().parse().unwrap();
-    assert_eq!(total, 5 * 2 * PER_PROCESS, "lost updates: the lock let two sections overlap");
+    assert_eq!(total, 5 * 2 * per_process, "lost updates: the lock let two sections overlap");
 
     // Fencing: in the order the sections ran, tokens strictly increase; no token twice.
     let mut sections = Vec::new();
     for (worker, log) in &workers {
         let entries = read_log(log);
-        assert_eq!(entries.len() as u64, PER_PROCESS, "{} log", worker.lang);
+        assert_eq!(entries.len() as u64, per_process, "{} log", worker.lang);
         sections.extend(entries);
     }
     sections.sort_by_key(|s| s.acquired_ns);
@@ -76,24 +149,38 @@ async fn mutual_exclusion_across_languages() {
             assert!(all_tokens.insert(line.parse().unwrap()), "token {line} handed out twice");
         }
     }
-    assert_eq!(all_tokens.len() as u64, 5 * 2 * PER_PROCESS);
+    assert_eq!(all_tokens.len() as u64, 5 * 2 * per_process);
 
     for (worker, _) in workers {
         worker.quit();
     }
-    let mut raw = server.raw().await;
+    let mut raw = deployment.raw_for(name).await;
     assert_eq!(keys(&mut raw).await, vec![format!("redisson_lock_token:{{{name}}}")]);
-    assert_eq!(numsub(&mut raw, &channel_of(name)).await, 0);
+    assert_eq!(deployment.subscribers(&mut raw, &channel_of(name)).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wake_up_across_languages() {
+    wake_up(Deployment::single().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wake_up_across_languages_behind_sentinel() {
+    wake_up(Deployment::sentinel().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wake_up_across_languages_on_a_cluster() {
+    wake_up(Deployment::cluster().await).await;
 }
 
 /// For every ordered pair of languages: a waiter in one is woken by the release
 /// message of a holder in the other, far sooner than the lock's PTTL (30 s).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wake_up_across_languages() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let mut workers: Vec<Worker> = LANGUAGES.iter().map(|lang| Worker::start(lang, &server.url(), 30_000)).collect();
+async fn wake_up(deployment: Deployment) {
     let name = "xlang:wake";
+    let url = deployment.url();
+    let mut raw = deployment.raw_for(name).await;
+    let mut workers: Vec<Worker> = LANGUAGES.iter().map(|lang| Worker::start(lang, &url, 30_000)).collect();
     let channel = channel_of(name);
     let mut slowest = Duration::ZERO;
     for h in 0..workers.len() {
@@ -103,7 +190,7 @@ async fn wake_up_across_languages() {
             }
             assert_eq!(workers[h].call(&format!("acquire {name} plain")), "ok -");
             workers[w].send(&format!("acquire {name} plain"));
-            wait_for_subscribers(&mut raw, &channel, 1).await;
+            deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
             let released = Instant::now();
             assert_eq!(workers[h].call(&format!("release {name}")), "ok");
             let reply = workers[w].reply(Duration::from_secs(10));
@@ -128,8 +215,8 @@ async fn wake_up_across_languages() {
     for worker in &mut workers {
         assert_eq!(worker.call(&format!("acquire {name} plain")), "ok -");
         let started = dir.join(format!("started-{}", worker.lang));
-        let mut cli = cli_run(&server.url(), name, &format!("touch '{}'", started.display()));
-        wait_for_subscribers(&mut raw, &channel, 1).await;
+        let mut cli = cli_run(&url, name, &format!("touch '{}'", started.display()));
+        deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
         let released = Instant::now();
         assert_eq!(worker.call(&format!("release {name}")), "ok");
         assert!(cli.wait().unwrap().success());
@@ -138,7 +225,7 @@ async fn wake_up_across_languages() {
 
         // CLI holds until its CMD reads a line; the worker waits.
         let mut cli = Command::new(target_binary("ferrolock"))
-            .args(["--url", &server.url(), "run", name, "--", "sh", "-c", "echo held; read line"])
+            .args(["--url", &url, "run", name, "--", "sh", "-c", "echo held; read line"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -148,7 +235,7 @@ async fn wake_up_across_languages() {
         std::io::BufRead::read_line(&mut out, &mut line).unwrap();
         assert_eq!(line, "held\n");
         worker.send(&format!("acquire {name} plain"));
-        wait_for_subscribers(&mut raw, &channel, 1).await;
+        deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
         let released = Instant::now();
         std::io::Write::write_all(cli.stdin.as_mut().unwrap(), b"go\n").unwrap();
         assert_eq!(worker.reply(Duration::from_secs(10)), "ok -", "{} waiter after ferrolock run", worker.lang);
@@ -160,7 +247,7 @@ async fn wake_up_across_languages() {
         worker.quit();
     }
     assert_eq!(keys(&mut raw).await, Vec::<String>::new());
-    assert_eq!(numsub(&mut raw, &channel).await, 0);
+    assert_eq!(deployment.subscribers(&mut raw, &channel).await, 0);
 }
 
 /// A hold taken in one language cannot be released from any other (NOT_OWNER everywhere);
@@ -247,12 +334,4 @@ async fn fencing_tokens_increase_across_languages() {
 
 fn cli_run(url: &str, name: &str, script: &str) -> Child {
     Command::new(target_binary("ferrolock")).args(["--url", url, "run", name, "--", "sh", "-c", script]).spawn().unwrap()
-}
-
-async fn wait_for_subscribers(raw: &mut redis::aio::MultiplexedConnection, channel: &str, n: i64) {
-    eventually(Duration::from_secs(10), &format!("a waiter subscribed to {channel}"), || {
-        let (mut raw, channel) = (raw.clone(), channel.to_string());
-        async move { numsub(&mut raw, &channel).await >= n }
-    })
-    .await;
 }
