@@ -1,0 +1,135 @@
+//! Measurements shared by the benchmark programs (bench.rs, topology_bench.rs).
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrolock::Lock;
+
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// PING round-trip p50 on `raw` and the mean acquire+release cycle of `lock`
+/// (after a warm-up), measured back to back.
+pub async fn uncontended(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock) -> (Duration, Duration) {
+    let mut pings = Vec::with_capacity(5000);
+    for _ in 0..5000 {
+        let t = Instant::now();
+        let _: String = redis::cmd("PING").query_async(raw).await.unwrap();
+        pings.push(t.elapsed());
+    }
+    pings.sort();
+    for _ in 0..500 {
+        lock.acquire().await.unwrap().release().await.unwrap();
+    }
+    let cycles = 5000;
+    let t = Instant::now();
+    for _ in 0..cycles {
+        lock.acquire().await.unwrap().release().await.unwrap();
+    }
+    (percentile(&pings, 0.5), t.elapsed() / cycles)
+}
+
+/// 8 holders x 200 critical sections of 1 ms on `locks`: efficiency, hand-off
+/// times, script calls per section (counted on `raw`, the lock's server), lost updates.
+pub async fn contended(raw: &mut redis::aio::MultiplexedConnection, locks: &[Lock], clients: usize) {
+    const SECTIONS: usize = 200;
+    let last_release: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    let handoffs = Arc::new(Mutex::new(Vec::new()));
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let held_time = Arc::new(Mutex::new(Duration::ZERO));
+    let counter = Arc::new(Mutex::new((0u64, 0u64))); // (value seen, lost updates)
+    let before = script_calls(raw).await;
+    let start = Instant::now();
+    let tasks: Vec<_> = locks
+        .iter()
+        .cloned()
+        .map(|lock| {
+            let (last_release, handoffs, waits, held_time, counter) =
+                (last_release.clone(), handoffs.clone(), waits.clone(), held_time.clone(), counter.clone());
+            tokio::spawn(async move {
+                for _ in 0..SECTIONS {
+                    let asked = Instant::now();
+                    let guard = lock.acquire().await.unwrap();
+                    let got = Instant::now();
+                    waits.lock().unwrap().push(got - asked);
+                    if let Some(released) = last_release.lock().unwrap().take() {
+                        handoffs.lock().unwrap().push(got.saturating_duration_since(released));
+                    }
+                    // Non-atomic increment: a lost update would show as a mismatch.
+                    let seen = counter.lock().unwrap().0;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    {
+                        let mut c = counter.lock().unwrap();
+                        if c.0 != seen {
+                            c.1 += 1;
+                        }
+                        c.0 = seen + 1;
+                    }
+                    *held_time.lock().unwrap() += got.elapsed();
+                    *last_release.lock().unwrap() = Some(Instant::now());
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let wall = start.elapsed();
+    let calls = script_calls(raw).await - before;
+    let mut h = handoffs.lock().unwrap().clone();
+    h.sort();
+    let longest = waits.lock().unwrap().iter().max().copied().unwrap_or_default();
+    let sections = (locks.len() * SECTIONS) as f64;
+    let (count, lost) = *counter.lock().unwrap();
+    println!("== 8 holders x {SECTIONS} critical sections of 1 ms, {clients} client(s)");
+    println!("efficiency (held / wall)        {:.3}   (target >= 0.9)", held_time.lock().unwrap().as_secs_f64() / wall.as_secs_f64());
+    println!("hand-off p50 / p99              {} / {}   (target p50 <= 0.3 ms, p99 <= 2 ms)", ms(percentile(&h, 0.5)), ms(percentile(&h, 0.99)));
+    println!("longest single wait             {}", ms(longest));
+    println!("script calls per section        {:.2}{}", calls as f64 / sections, if clients == 1 { "   (target <= 3)" } else { "" });
+    println!("count {count}, lost updates {lost}");
+}
+
+/// Runs each op in its own task, in a loop, for `window`; returns ops per second.
+pub async fn run_for<Op, Fut>(window: Duration, ops: Vec<Op>) -> f64
+where
+    Op: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = u64> + Send,
+{
+    let start = Instant::now();
+    let stop = start + window;
+    let tasks: Vec<_> = ops
+        .into_iter()
+        .map(|mut op| {
+            tokio::spawn(async move {
+                let mut n = 0;
+                while Instant::now() < stop {
+                    n += op().await;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
