@@ -263,3 +263,24 @@ async fn failover_of_the_slot_owner_keeps_holds_honest_and_lets_waiters_in() {
         }
     }
 }
+
+/// AUTH on every connection: commands, the sharded subscriber, the seed probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_a_password_works_on_every_connection() {
+    let options = ClusterOptions { password: Some("s3cret/pw".to_string()), ..Default::default() };
+    let cluster = Cluster::start_with(options).await;
+    let url = cluster.url();
+    assert!(url.contains("s3cret"), "the harness URL carries the password");
+    let wrong = url.replace("s3cret", "wrong");
+    let err = cluster_client(&wrong, 10_000).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(!err.message().contains("wrong"), "no password in messages: {}", err.message());
+    let a = cluster_client(&url, 10_000).connect().await.unwrap();
+    let b = cluster_client(&cluster.seed_url(), 10_000).connect().await.unwrap();
+    let guard = a.lock("c:auth").unwrap().acquire().await.unwrap();
+    let lock = b.lock("c:auth").unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire().await.map(|g| g.into_hold()) });
+    eventually(Duration::from_secs(10), "the waiter to park", || async { b.waiting_acquires() == 1 }).await;
+    guard.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by message").unwrap().unwrap();
+}

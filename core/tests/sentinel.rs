@@ -157,3 +157,28 @@ async fn without_the_check_a_failover_can_lose_a_lock_and_the_holder_is_told() {
     assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::LockLost);
     other.release().await.unwrap();
 }
+
+/// Separate credentials: the URL's for the data nodes (commands and pub/sub), the
+/// builder's for the sentinels; a wrong one fails without echoing either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_and_data_nodes_each_get_their_own_password() {
+    let options = SentinelOptions {
+        password: Some("data-pw".to_string()),
+        sentinel_password: Some("sentinel-pw".to_string()),
+        ..Default::default()
+    };
+    let set = SentinelSet::start_with(options).await;
+    let err = sentinel_client(&set, 10_000).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err:?}");
+    assert!(err.message().contains("the sentinels' own"), "says which credentials: {}", err.message());
+    let wrong = sentinel_client(&set, 10_000).sentinel_password("nope").connect().await.unwrap_err();
+    assert!(!wrong.message().contains("nope") && !wrong.message().contains("data-pw"), "{}", wrong.message());
+    let a = sentinel_client(&set, 10_000).sentinel_password("sentinel-pw").connect().await.unwrap();
+    let b = sentinel_client(&set, 10_000).sentinel_password("sentinel-pw").connect().await.unwrap();
+    let guard = a.lock("s:auth").unwrap().acquire().await.unwrap();
+    let lock = b.lock("s:auth").unwrap();
+    let waiter = tokio::spawn(async move { lock.acquire().await.map(|g| g.into_hold()) });
+    eventually(Duration::from_secs(10), "the waiter to park", || async { b.waiting_acquires() == 1 }).await;
+    guard.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by message").unwrap().unwrap();
+}
