@@ -141,7 +141,13 @@ async fn without_the_check_a_failover_can_lose_a_lock_and_the_holder_is_told() {
     let second = sentinel_client(&set, 3_000).replica_ack(false).connect().await.unwrap();
     first.lock("s:warm").unwrap().acquire().await.unwrap().release().await.unwrap();
     set.pause_replica().await;
+    // A stopped process's kernel still takes in what the master sends: cut the
+    // replication link too, so the hold is on the master only.
+    let mut master = set.raw_master().await;
+    let _: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("replica").query_async(&mut master).await.unwrap();
     let guard = first.lock("s:unsafe").unwrap().acquire().await.unwrap();
+    let info: String = redis::cmd("INFO").arg("replication").query_async(&mut master).await.unwrap();
+    assert!(info.contains("connected_slaves:0"), "the hold reached no replica: {info}");
     let old = set.kill_master().await;
     let resumed = set.resume_replica().await;
     let new = set.wait_for_new_master(old, Duration::from_secs(30)).await;

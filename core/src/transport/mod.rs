@@ -201,6 +201,22 @@ impl SubscriberSink {
             SubscriberSink::Cluster(conn) => conn.sunsubscribe(channel).await,
         }
     }
+
+    /// Whether every server this connection subscribes on still answers (PING, on a
+    /// cluster to every master), within `timeout`. A stopped or cut-off server keeps
+    /// its sockets open: without asking, its subscriptions would look alive forever.
+    pub async fn check(&mut self, timeout: std::time::Duration) -> redis::RedisResult<()> {
+        let ping = async {
+            match self {
+                SubscriberSink::Node(sink) => sink.ping::<Value>().await.map(|_| ()),
+                SubscriberSink::Cluster(conn) => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
+            }
+        };
+        match tokio::time::timeout(timeout, ping).await {
+            Ok(result) => result,
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to PING").into()),
+        }
+    }
 }
 
 /// What a subscriber connection reports.

@@ -79,7 +79,7 @@ pub(super) struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// Waiters registered on any channel: every acquire and every release asks
     /// whether a channel has waiters, and mostly none has; this answers without the lock.
-    waiting: AtomicUsize,
+    pub waiting: AtomicUsize,
     /// Set once the server refused a subscription (ACL): warned about once per client.
     pub refused_warned: AtomicBool,
     /// Acquires parked between tries, waiting for a wake-up.

@@ -1,7 +1,9 @@
 //! The subscriber connection task of a client's hub: connect, (re)subscribe the
 //! channels that have waiters, dispatch messages by each channel's policy, and
 //! apply subscription changes in order; on a broken connection start over (and
-//! wake every waiter, since messages sent during the gap are lost).
+//! wake every waiter, since messages sent during the gap are lost). While anyone
+//! waits, a PING every response timeout tells a stopped or cut-off server (which
+//! keeps its sockets open) from a quiet one.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -67,8 +69,18 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         }
         reconnect = true;
         backoff = Duration::from_millis(20);
+        // While anyone waits, make sure the servers we listen on still answer.
+        let period = shared.config.response_timeout;
+        let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = heartbeat.tick(), if shared.waiting.load(Ordering::Acquire) > 0 => {
+                    if let Err(e) = sink.check(shared.config.response_timeout).await {
+                        tracing::debug!(error = %e, "a pub/sub server stopped answering; reconnecting");
+                        break;
+                    }
+                }
                 msg = stream.next() => match msg {
                     Some(Event::Message(channel, payload)) => dispatch(&shared, &channel, &payload),
                     Some(Event::Unsubscribed(channel)) => {
