@@ -54,5 +54,5 @@ pub use client::Client;
 pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
-pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus};
+pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum};
 pub use renewal::RenewalReport;

@@ -66,7 +66,7 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if self.armed {
             let lock = self.lock.clone();
-            self.lock.holder.ctx.runtime.spawn(async move {
+            self.lock.runtime().spawn(async move {
                 if let Err(e) = lock.release().await {
                     tracing::debug!(lock = %lock.name(), error = %e, "release on guard drop failed");
                 }

@@ -2,15 +2,18 @@
 //! being data ([`LockKind`]). The handle is thin: a holder (holder.rs) with its
 //! hold state, the kind's protocol (reentrant.rs: Redisson's RLock and RFencedLock),
 //! the same-client hand-off (handoff.rs), and the shared waiting engine
-//! (crate::waiting), to which `acquire` hands a [`LockAcquire`].
+//! (crate::waiting), to which `acquire` hands a [`LockAcquire`]; or a multi-lock
+//! over several such handles (multi.rs: MultiLock and Redlock).
 
 mod guard;
 mod handoff;
 pub(crate) mod holder;
+mod multi;
 mod reentrant;
 mod status;
 
 pub use guard::Guard;
+pub use multi::Quorum;
 pub use status::{HolderEntry, LockStatus};
 
 use std::sync::atomic::Ordering;
@@ -25,6 +28,7 @@ use crate::waiting::hub::{Policy, Successor};
 use crate::waiting::{self, Attempt};
 use handoff::Candidate;
 use holder::{Holder, PendingHold};
+use multi::Multi;
 
 /// Which lock: the kind decides the protocol (keys, scripts, renewal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -107,31 +111,43 @@ impl AcquireOptions {
     }
 }
 
-/// A handle on one lock name for one holder. Clones share the holder; a new
-/// handle from [`crate::Client::lock`] is a new holder. Re-entrant: the same
-/// holder may acquire again and must release as often.
+/// A handle on one lock name for one holder, or on a multi-lock over several
+/// ([`Lock::multi`]). Clones share the holder; a new handle from
+/// [`crate::Client::lock`] is a new holder. Re-entrant: the same holder may
+/// acquire again and must release as often.
 ///
 /// A hold ends only by a release (explicit, or by dropping its [`Guard`]), by
 /// the end of an explicit lease, or by the client's shutdown: dropping every
 /// handle of a holder that holds keeps the hold (the client keeps it, renewed,
 /// and logs a warning), like a thread that exits while holding a C lock.
 pub struct Lock {
-    pub(crate) holder: Arc<Holder>,
-    /// Keeps the client up while a handle exists (see `ctx::Alive`).
-    _alive: Arc<Alive>,
+    repr: Repr,
+}
+
+enum Repr {
+    One {
+        holder: Arc<Holder>,
+        /// Keeps the client up while a handle exists (see `ctx::Alive`).
+        alive: Arc<Alive>,
+    },
+    Many(Arc<Multi>),
 }
 
 impl Clone for Lock {
     fn clone(&self) -> Self {
-        Lock::from_holder(self.holder.clone(), self._alive.clone())
+        match &self.repr {
+            Repr::One { holder, alive } => Lock::from_holder(holder.clone(), alive.clone()),
+            Repr::Many(multi) => Lock { repr: Repr::Many(multi.clone()) },
+        }
     }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        if self.holder.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let Repr::One { holder, .. } = &self.repr else { return };
+        if holder.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             let count = self.local_hold_count();
-            if count > 0 && !self.holder.ctx.is_shut_down() {
+            if count > 0 && !holder.ctx.is_shut_down() {
                 tracing::warn!(
                     lock = %self.name(),
                     owner = %self.owner(),
@@ -146,39 +162,109 @@ impl Drop for Lock {
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock").field("name", &self.name()).field("owner", &self.owner()).field("kind", &self.kind()).finish()
+        match &self.repr {
+            Repr::One { .. } => f
+                .debug_struct("Lock")
+                .field("name", &self.name())
+                .field("owner", &self.owner())
+                .field("kind", &self.kind())
+                .finish(),
+            Repr::Many(multi) => f
+                .debug_struct("Lock")
+                .field("members", &multi.members)
+                .field("quorum", &multi.quorum)
+                .finish(),
+        }
     }
 }
 
 impl Lock {
     pub(crate) fn from_holder(holder: Arc<Holder>, alive: Arc<Alive>) -> Lock {
         holder.handles.fetch_add(1, Ordering::AcqRel);
-        Lock { holder, _alive: alive }
+        Lock { repr: Repr::One { holder, alive } }
     }
 
-    /// The lock name (lossy UTF-8 for non-UTF-8 names).
+    /// One lock over `members` (single locks, usually one name on several
+    /// independent Redis masters): held while `quorum` of them are. Redisson's
+    /// `RedissonMultiLock` ([`Quorum::All`]) and `RedissonRedLock` ([`Quorum::Majority`]).
+    /// Fencing tokens do not compose across servers: a multi-lock has none.
+    pub fn multi(members: Vec<Lock>, quorum: Quorum) -> Result<Lock> {
+        Ok(Lock { repr: Repr::Many(Multi::new(members, quorum)?) })
+    }
+
+    /// The holder behind a single lock; `InvalidArgument` for a multi-lock.
+    pub(crate) fn one(&self) -> Result<&Arc<Holder>> {
+        match &self.repr {
+            Repr::One { holder, .. } => Ok(holder),
+            Repr::Many(_) => Err(Error::invalid(format!(
+                "{self:?} is a multi-lock: ask each of its members() (this call reads one server)"
+            ))),
+        }
+    }
+
+    /// The members of a multi-lock, in order; empty for a single lock.
+    pub fn members(&self) -> &[Lock] {
+        match &self.repr {
+            Repr::One { .. } => &[],
+            Repr::Many(multi) => &multi.members,
+        }
+    }
+
+    /// The quorum of a multi-lock; `None` for a single lock.
+    pub fn quorum(&self) -> Option<Quorum> {
+        match &self.repr {
+            Repr::One { .. } => None,
+            Repr::Many(multi) => Some(multi.quorum),
+        }
+    }
+
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
+        match &self.repr {
+            Repr::One { holder, .. } => &holder.ctx.runtime,
+            Repr::Many(multi) => multi.members[0].runtime(),
+        }
+    }
+
+    /// The lock name (lossy UTF-8 for non-UTF-8 names); a multi-lock's is its
+    /// members' names joined by ",".
     pub fn name(&self) -> &str {
-        &self.holder.names.display
+        match &self.repr {
+            Repr::One { holder, .. } => &holder.names.display,
+            Repr::Many(multi) => &multi.display,
+        }
     }
 
-    /// The lock name as given.
+    /// The lock name as given (a multi-lock: see [`Lock::name`]).
     pub fn name_bytes(&self) -> &[u8] {
-        &self.holder.names.name
+        match &self.repr {
+            Repr::One { holder, .. } => &holder.names.name,
+            Repr::Many(multi) => multi.display.as_bytes(),
+        }
     }
 
-    /// The owner field this holder writes: `<client-id>:<holder-id>`.
+    /// The owner field this holder writes: `<client-id>:<holder-id>` (a
+    /// multi-lock: its first member's).
     pub fn owner(&self) -> &str {
-        &self.holder.owner
+        match &self.repr {
+            Repr::One { holder, .. } => &holder.owner,
+            Repr::Many(multi) => multi.members[0].owner(),
+        }
     }
 
-    /// Which lock this is.
+    /// Which lock this is (a multi-lock: its members' kind).
     pub fn kind(&self) -> LockKind {
-        self.holder.kind
+        match &self.repr {
+            Repr::One { holder, .. } => holder.kind,
+            Repr::Many(multi) => multi.members[0].kind(),
+        }
     }
 
-    /// True for fenced locks.
+    /// True for fenced locks (never for a multi-lock: tokens do not compose).
     pub fn is_fenced(&self) -> bool {
-        self.holder.is_fenced()
+        match &self.repr {
+            Repr::One { holder, .. } => holder.is_fenced(),
+            Repr::Many(_) => false,
+        }
     }
 
     /// Waits until acquired, with the watchdog lease. The guard releases on drop.
@@ -205,14 +291,18 @@ impl Lock {
     pub async fn acquire_hold(&self, options: AcquireOptions) -> Result<Option<Hold>> {
         let lease_ms = options.lease.map(validate::lease).transpose()?;
         let deadline = options.wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
-        let ctx = &self.holder.ctx;
+        let holder = match &self.repr {
+            Repr::One { holder, .. } => holder,
+            Repr::Many(multi) => return Box::pin(multi.acquire(lease_ms, deadline)).await,
+        };
+        let ctx = &holder.ctx;
         let channel = waiting::Channel {
             hub: &ctx.hub,
-            name: &self.holder.names.channel,
+            name: &holder.names.channel,
             policy: Policy::Lock,
             shutdown: &ctx.shutdown,
         };
-        let acquirer = LockAcquire { holder: &self.holder, lease_ms, candidate: OnceLock::new() };
+        let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new() };
         let acquired = waiting::acquire(&acquirer, channel, deadline).await?;
         Ok(acquired.map(PendingHold::take).map(|level| level.hold))
     }
@@ -220,22 +310,34 @@ impl Lock {
     /// Releases one level of this holder's hold. `NotOwner` if this holder does not
     /// hold it (nothing changes), `LockLost` if its hold was lost meanwhile.
     pub async fn release(&self) -> Result<Released> {
-        self.holder.release(false).await
+        match &self.repr {
+            Repr::One { holder, .. } => holder.release(false).await,
+            Repr::Many(multi) => Box::pin(multi.release(false)).await,
+        }
     }
 
     /// Releases every level of this holder's hold at once.
     pub async fn release_all(&self) -> Result<Released> {
-        self.holder.release(true).await
+        match &self.repr {
+            Repr::One { holder, .. } => holder.release(true).await,
+            Repr::Many(multi) => Box::pin(multi.release(true)).await,
+        }
     }
 
     /// The current hold of this holder (local view), if any.
     pub fn current_hold(&self) -> Option<Hold> {
-        self.holder.cell.current_hold()
+        match &self.repr {
+            Repr::One { holder, .. } => holder.cell.current_hold(),
+            Repr::Many(multi) => multi.current_hold(),
+        }
     }
 
     /// This holder's hold count (local view; 0 when not held).
     pub fn local_hold_count(&self) -> u32 {
-        self.holder.cell.state.lock().unwrap().count
+        match &self.repr {
+            Repr::One { holder, .. } => holder.cell.state.lock().unwrap().count,
+            Repr::Many(multi) => multi.count(),
+        }
     }
 
     /// The fencing token of this holder's latest acquisition, while held.
@@ -245,18 +347,24 @@ impl Lock {
 
     /// True if this holder's latest hold was lost (until it acquires again).
     pub fn is_lost(&self) -> bool {
-        self.holder.cell.state.lock().unwrap().lost_error.is_some()
+        self.lost_error().is_some()
     }
 
     /// The `LockLost` error of this holder's latest hold, if it was lost.
     pub fn lost_error(&self) -> Option<Error> {
-        self.holder.cell.state.lock().unwrap().lost_error.clone()
+        match &self.repr {
+            Repr::One { holder, .. } => holder.cell.state.lock().unwrap().lost_error.clone(),
+            Repr::Many(multi) => multi.lost_error(),
+        }
     }
 
     /// Calls `callback` (on a background thread) whenever a hold of this holder is lost.
     /// Replaces any earlier callback; `None` removes it.
     pub fn set_on_lost(&self, callback: Option<LostCallback>) {
-        *self.holder.cell.on_lost.lock().unwrap() = callback;
+        match &self.repr {
+            Repr::One { holder, .. } => *holder.cell.on_lost.lock().unwrap() = callback,
+            Repr::Many(multi) => *multi.on_lost.lock().unwrap() = callback,
+        }
     }
 }
 

@@ -64,6 +64,8 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
         };
         match reply {
             Ok(reply) => return decode_acquire(&h, &reply, lease_ms, sent_at),
+            // Refused: nothing was sent, so nothing to read back (a Redlock member that is down).
+            Err(e) if e.is_connection_refusal() => return Err(Error::from_redis(&e, &h.context("acquiring"))),
             Err(e) if Error::is_ambiguous(&e) => {
                 // The script may or may not have run: our own field tells which. The
                 // connection that failed was retired, so the read goes to a fresh one.

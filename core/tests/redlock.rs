@@ -1,0 +1,286 @@
+//! Multi-locks over independent redis-servers (each test starts its own): Redlock
+//! (majority) and MultiLock (all) — exclusion, progress with members down, loss,
+//! validity, and the documented unsafe case of a member restarted without
+//! persistence (the test reproduces it, so it can see it), with its mitigation.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrolock::{AcquireOptions, Client, ErrorKind, Lock, Quorum};
+
+/// One ferrolock client per server: a process's view of N masters.
+async fn clients_for(urls: &[String], watchdog_ms: u64) -> Vec<Client> {
+    let mut clients = Vec::new();
+    for url in urls {
+        clients.push(client(url, watchdog_ms).await);
+    }
+    clients
+}
+
+fn redlock(clients: &[Client], name: &str) -> Lock {
+    Lock::multi(clients.iter().map(|c| c.lock(name).unwrap()).collect(), Quorum::Majority).unwrap()
+}
+
+fn servers(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| RedisServer::start()).collect()
+}
+
+async fn exists(server: &RedisServer, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query_async::<bool>(&mut server.raw().await).await.unwrap()
+}
+
+fn urls(servers: &[RedisServer]) -> Vec<String> {
+    servers.iter().map(RedisServer::url).collect()
+}
+
+/// 4 processes' worth of clients x 100 non-atomic increments under one Redlock.
+async fn count_under_redlock(sets: &[Vec<Client>], rounds: u64) -> u64 {
+    let counter = Arc::new(Mutex::new(0u64));
+    let mut tasks = Vec::new();
+    for clients in sets {
+        let (lock, counter) = (redlock(clients, "rl:count"), counter.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..rounds {
+                let guard = lock.acquire_with(AcquireOptions::wait(Duration::from_secs(60))).await.unwrap().expect("acquired");
+                let seen = *counter.lock().unwrap();
+                tokio::task::yield_now().await;
+                *counter.lock().unwrap() = seen + 1;
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let total = *counter.lock().unwrap();
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_over_five_masters_keeps_an_exact_count_even_with_one_down() {
+    let mut masters = servers(5);
+    let mut sets = Vec::new();
+    for _ in 0..4 {
+        sets.push(clients_for(&urls(&masters), 5_000).await);
+    }
+    let started = Instant::now();
+    assert_eq!(count_under_redlock(&sets, 100).await, 400);
+    eprintln!("4 x 100 under a redlock over 5 masters: {:?}", started.elapsed());
+    masters[4].kill();
+    let started = Instant::now();
+    assert_eq!(count_under_redlock(&sets, 50).await, 200, "one master down: still exact, still progressing");
+    eprintln!("4 x 50 with one master down: {:?}", started.elapsed());
+    for server in &masters[..4] {
+        assert!(!exists(server, "rl:count").await, "nothing left behind");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_of_five_down_fails_clearly_and_leaves_nothing_held() {
+    let mut masters = servers(5);
+    let clients = clients_for(&urls(&masters), 5_000).await;
+    for server in &mut masters[2..] {
+        server.kill();
+    }
+    let lock = redlock(&clients, "rl:down");
+    let started = Instant::now();
+    let err = lock.acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err:?}");
+    assert!(err.message().contains("3 member(s) failed") && err.message().contains("quorum"), "{}", err.message());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    for server in &masters[..2] {
+        assert!(!exists(server, "rl:down").await, "nothing held on a live master");
+    }
+    assert_eq!(lock.local_hold_count(), 0);
+}
+
+/// A holder with 3 of 5 keeps the others out; when it vanishes (its connections
+/// black-holed, as after kill -9), another gets the lock once the lease ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_holder_blocks_others_until_its_lease_ends() {
+    let masters = servers(5);
+    let mut proxies = Vec::new();
+    for server in &masters {
+        proxies.push(FaultProxy::start(server.port).await);
+    }
+    let proxied: Vec<String> = proxies.iter().map(FaultProxy::url).collect();
+    let holder = clients_for(&proxied, 1_500).await;
+    let other = clients_for(&urls(&masters), 1_500).await;
+    // The holder reaches only the first three.
+    for proxy in &proxies[3..] {
+        proxy.set_blackhole(true);
+    }
+    let lock = redlock(&holder, "rl:vanish");
+    let guard = lock.acquire_with(AcquireOptions::wait(Duration::from_secs(10))).await.unwrap().expect("3 of 5");
+    let theirs = redlock(&other, "rl:vanish");
+    assert!(theirs.try_acquire().await.unwrap().is_none(), "no majority for another while 3 are held");
+    for proxy in &proxies {
+        proxy.set_blackhole(true);
+    }
+    let vanished = Instant::now();
+    let got = theirs.acquire_with(AcquireOptions::wait(Duration::from_secs(20))).await.unwrap().expect("after the lease");
+    assert!(vanished.elapsed() >= Duration::from_millis(500), "not before the lease ran out: {:?}", vanished.elapsed());
+    got.release().await.unwrap();
+    std::mem::forget(guard); // its client can never release it
+}
+
+/// Deleting the lock on 3 of 5 masters while held: the holder is told within
+/// about one renewal interval (lease / 3), with the members named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_quorum_is_reported_with_the_members() {
+    let masters = servers(5);
+    let clients = clients_for(&urls(&masters), 1_500).await;
+    let lock = redlock(&clients, "rl:lost");
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(guard.token(), None, "fencing tokens do not compose across servers");
+    let told = Arc::new(Mutex::new(None));
+    let sink = told.clone();
+    lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
+        *sink.lock().unwrap() = Some(event.error.clone());
+    })));
+    for server in &masters[..2] {
+        let _: i64 = redis::cmd("DEL").arg("rl:lost").query_async(&mut server.raw().await).await.unwrap();
+    }
+    // Two gone: still a majority.
+    for client in &clients {
+        client.renew_held_locks().await.unwrap();
+    }
+    assert!(!guard.is_lost(), "3 of 5 still held");
+    let _: i64 = redis::cmd("DEL").arg("rl:lost").query_async(&mut masters[2].raw().await).await.unwrap();
+    let deleted = Instant::now();
+    eventually(Duration::from_secs(3), "the holder told of the loss", || async { guard.is_lost() }).await;
+    assert!(deleted.elapsed() < Duration::from_millis(1_500), "within about one renewal interval: {:?}", deleted.elapsed());
+    let error = told.lock().unwrap().clone().expect("the callback ran");
+    assert_eq!(error.kind(), ErrorKind::LockLost);
+    assert!(error.message().contains("member 3"), "{}", error.message());
+    assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    for server in &masters {
+        assert!(!exists(server, "rl:lost").await, "the members still held were released");
+    }
+}
+
+/// Replies delayed so long that acquiring takes most of the lease: no validity
+/// is left, so the acquire reports "not acquired" and releases what it took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_slower_than_its_lease_is_not_a_hold() {
+    let masters = servers(5);
+    let mut proxies = Vec::new();
+    for server in &masters {
+        proxies.push(FaultProxy::start(server.port).await);
+    }
+    let proxied: Vec<String> = proxies.iter().map(FaultProxy::url).collect();
+    let clients: Vec<Client> = {
+        let mut v = Vec::new();
+        for url in &proxied {
+            v.push(builder(url, 5_000).response_timeout(Duration::from_secs(3)).connect().await.unwrap());
+        }
+        v
+    };
+    let lease = Duration::from_millis(1_000);
+    for proxy in &proxies {
+        proxy.set_one_way_delay(Duration::from_millis(450)); // replies 0.9 x lease late
+    }
+    let lock = redlock(&clients, "rl:slow");
+    let taken = lock.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(lease)).await.unwrap();
+    assert!(taken.is_none(), "replies 0.9 x lease late leave no validity for a majority");
+    for proxy in &proxies {
+        proxy.set_one_way_delay(Duration::ZERO);
+    }
+    eventually(Duration::from_secs(10), "what it took released", || async {
+        let mut held = false;
+        for server in &masters {
+            held |= exists(server, "rl:slow").await;
+        }
+        !held
+    })
+    .await;
+    let held = lock.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(lease)).await.unwrap();
+    assert!(held.is_some(), "without the delay the same acquire succeeds");
+}
+
+/// A holds members 1-3 (4 and 5 unreachable for it). Member 3 crashes and comes
+/// back at once without persistence, and B takes 3-5: two holders at once — the
+/// documented Redlock hazard, reproduced. Restarted only after the longest lease,
+/// member 3's loss is known to A before B can use it: never two holders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_restarted_without_persistence_double_grants_unless_restart_is_delayed() {
+    let (double, _) = restart_trial(false).await;
+    assert!(double, "an immediate restart without persistence lets B in while A still holds");
+    let mut doubles = 0;
+    for _ in 0..20 {
+        let (double, _) = restart_trial(true).await;
+        doubles += double as u32;
+    }
+    assert_eq!(doubles, 0, "with the restart delayed past the lease, never two holders");
+}
+
+/// One trial; returns (B acquired while A still believed it held, A was told).
+async fn restart_trial(delay_restart: bool) -> (bool, bool) {
+    const LEASE_MS: u64 = 600;
+    let mut masters = servers(5);
+    let mut proxies = Vec::new();
+    for server in &masters {
+        proxies.push(FaultProxy::start(server.port).await);
+    }
+    let a = clients_for(&proxies.iter().map(FaultProxy::url).collect::<Vec<_>>(), LEASE_MS).await;
+    let b = clients_for(&urls(&masters), LEASE_MS).await;
+    for proxy in &proxies[3..] {
+        proxy.set_blackhole(true);
+    }
+    let a_lock = redlock(&a, "rl:restart");
+    let a_guard = a_lock.acquire_with(AcquireOptions::wait(Duration::from_secs(5))).await.unwrap().expect("A holds 1-3");
+    // A loses sight of member 3 as it crashes (its renewals there stay unanswered).
+    proxies[2].set_blackhole(true);
+    masters[2].kill();
+    if delay_restart {
+        // Down for longer than any lease: every hold it had has expired by itself.
+        tokio::time::sleep(Duration::from_millis(LEASE_MS + 200)).await;
+    }
+    masters[2].restart();
+    let b_lock = Lock::multi(vec![b[2].lock("rl:restart").unwrap(), b[3].lock("rl:restart").unwrap(), b[4].lock("rl:restart").unwrap(), b[0].lock("rl:restart").unwrap(), b[1].lock("rl:restart").unwrap()], Quorum::Majority).unwrap();
+    let b_guard = b_lock.try_acquire().await.unwrap();
+    let double = b_guard.is_some() && !a_guard.is_lost();
+    if let Some(g) = b_guard {
+        let _ = g.release().await;
+    }
+    let told = a_guard.is_lost();
+    let _ = a_guard.release().await;
+    (double, told)
+}
+
+/// MultiLock: every member or nothing; one member held elsewhere blocks it, and
+/// releasing with a member not held reports NotOwner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multilock_needs_every_member() {
+    let masters = servers(3);
+    let clients = clients_for(&urls(&masters), 5_000).await;
+    let others = clients_for(&urls(&masters), 5_000).await;
+    let all = Lock::multi(clients.iter().map(|c| c.lock("ml:x").unwrap()).collect(), Quorum::All).unwrap();
+    let blocker = others[1].lock("ml:x").unwrap().acquire().await.unwrap();
+    assert!(all.try_acquire().await.unwrap().is_none(), "one member busy: not acquired");
+    eventually(Duration::from_secs(5), "the member it took released", || async { !exists(&masters[0], "ml:x").await }).await;
+    let waiter = tokio::spawn({
+        let all = all.clone();
+        async move { all.acquire_with(AcquireOptions::wait(Duration::from_secs(10))).await.map(|g| g.map(|g| g.into_hold())) }
+    });
+    blocker.release().await.unwrap();
+    let hold = waiter.await.unwrap().unwrap().expect("acquired once the member was free");
+    assert_eq!(hold.hold_count(), 1);
+    // Re-entrant: members re-enter.
+    let again = all.acquire().await.unwrap();
+    assert_eq!(all.local_hold_count(), 2);
+    again.release().await.unwrap();
+    // A member freed behind its back: the release says NotOwner.
+    let _: i64 = redis::cmd("DEL").arg("ml:x").query_async(&mut masters[2].raw().await).await.unwrap();
+    let err = all.release().await.unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotOwner | ErrorKind::LockLost), "{err:?}");
+    for server in &masters {
+        assert!(!exists(server, "ml:x").await);
+    }
+    assert!(Lock::multi(vec![], Quorum::All).is_err());
+    let twice = Lock::multi(vec![clients[0].lock("d").unwrap(), clients[0].lock("d").unwrap()], Quorum::All);
+    assert_eq!(twice.unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
