@@ -284,3 +284,20 @@ async fn a_multilock_needs_every_member() {
     let twice = Lock::multi(vec![clients[0].lock("d").unwrap(), clients[0].lock("d").unwrap()], Quorum::All);
     assert_eq!(twice.unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+/// A member's client shutting down releases that member behind the multi-lock's
+/// back: it counts as no longer held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_client_shutting_down_counts_against_the_quorum() {
+    let masters = servers(3);
+    let clients = clients_for(&urls(&masters), 5_000).await;
+    let lock = redlock(&clients, "rl:closed");
+    let guard = lock.acquire().await.unwrap();
+    clients[0].shutdown().await.unwrap();
+    assert!(!guard.is_lost(), "2 of 3 still held");
+    let _: i64 = redis::cmd("DEL").arg("rl:closed").query_async(&mut masters[1].raw().await).await.unwrap();
+    clients[1].renew_held_locks().await.unwrap();
+    eventually(Duration::from_secs(5), "the loss told", || async { guard.is_lost() }).await;
+    let error = guard.lock().lost_error().unwrap();
+    assert!(error.message().contains("client shut down"), "{}", error.message());
+}

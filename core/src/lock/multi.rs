@@ -190,7 +190,13 @@ impl Multi {
         if st.levels.len() == 1 {
             st.generation += 1;
             st.lost = Some(watch::channel(None).0);
-            let watches = taken.iter().map(|(i, hold)| (*i, hold.lost_watch())).collect();
+            let watches = taken
+                .iter()
+                .map(|(i, hold)| {
+                    let closed = self.members[*i].one().expect("members are single locks").ctx.shutdown.subscribe();
+                    Member { index: *i, lost: hold.lost_watch(), closed }
+                })
+                .collect();
             let runtime = self.members[0].runtime().clone();
             runtime.spawn(watch_members(Arc::downgrade(self), st.generation, watches));
         }
@@ -293,11 +299,27 @@ impl Drop for Taken<'_> {
     }
 }
 
+/// One member of a hold, as its watcher sees it: its loss signal, and its client's
+/// shutdown (which releases the member behind the multi-lock's back).
+struct Member {
+    index: usize,
+    lost: watch::Receiver<Option<Error>>,
+    closed: watch::Receiver<bool>,
+}
+
+impl Member {
+    /// Why this member is no longer held, if it is not.
+    fn gone(&self) -> Option<String> {
+        if let Some(e) = self.lost.borrow().as_ref() {
+            return Some(e.message().to_string());
+        }
+        (*self.closed.borrow()).then(|| "its client shut down".to_string())
+    }
+}
+
 /// Watches the members of hold `generation`: once fewer than the quorum are still
 /// held, the multi-hold is lost, with the members that went named.
-async fn watch_members(multi: Weak<Multi>, generation: u64, mut watches: Vec<(usize, watch::Receiver<Option<Error>>)>) {
-    // Members whose hold cell went away (their client shut down): no longer held.
-    let mut gone: Vec<usize> = Vec::new();
+async fn watch_members(multi: Weak<Multi>, generation: u64, mut members: Vec<Member>) {
     loop {
         let Some(this) = multi.upgrade() else { return };
         {
@@ -306,21 +328,24 @@ async fn watch_members(multi: Weak<Multi>, generation: u64, mut watches: Vec<(us
                 return;
             }
         }
-        let mut lost: Vec<String> = watches
+        let lost: Vec<String> = members
             .iter()
-            .filter_map(|(i, rx)| rx.borrow().as_ref().map(|e| format!("member {} ({}): {}", i + 1, this.members[*i].name(), e.message())))
+            .filter_map(|m| m.gone().map(|why| format!("member {} ({}): {why}", m.index + 1, this.members[m.index].name())))
             .collect();
-        lost.extend(gone.iter().map(|i| format!("member {} ({}): its client shut down", i + 1, this.members[*i].name())));
-        if watches.len() + gone.len() - lost.len() < this.needed {
+        if members.len() - lost.len() < this.needed {
             let message = format!("{} was lost: {} of its members are no longer held: {}", this.what(), lost.len(), lost.join("; "));
             this.mark_lost(generation, Error::new(ErrorKind::LockLost, message));
             return;
         }
         drop(this);
-        let changes = watches.iter_mut().map(|(_, rx)| async move { rx.changed().await.is_err() }.boxed());
-        let (closed, index, _) = select_all(changes).await;
+        // Members already gone need no watching (and their channels may be closed).
+        let changes = members.iter_mut().filter(|m| m.gone().is_none()).flat_map(|m| {
+            [async { m.lost.changed().await.is_err() }.boxed(), async { m.closed.changed().await.is_err() }.boxed()]
+        });
+        let (closed, _, _) = select_all(changes).await;
         if closed {
-            gone.push(watches.remove(index).0);
+            // A signal's sender went away with its client: that client is gone.
+            return;
         }
     }
 }
