@@ -6,9 +6,11 @@
 //! Python layer (python/ferrolock/) over the two classes here:
 //!
 //! * `Client` (client.rs): one core client (connection, pub/sub, watchdog).
-//! * `Holder` (lock.rs): one core lock handle = one holder (one owner field). The
-//!   Python layer maps (lock object, thread) and (lock object, asyncio task) to
-//!   holders. Dropping a `Holder` that holds does not release: the core client
+//! * `Holder` (lock.rs): one core lock handle = one holder (one owner field), or
+//!   a core multi-lock over member holders (`Holder.multi`: Redlock, MultiLock).
+//!   The Python layer maps (lock object, thread) and (lock object, asyncio task)
+//!   to holders; a multi-lock's holder for a thread or task is made from its
+//!   members' holders for that same thread or task. Dropping a `Holder` that holds does not release: the core client
 //!   keeps the hold until it is released, its explicit lease ends, or the client
 //!   shuts down (`close`, or the last `Client`/`Holder` of it dropped).
 //!

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrolock::AcquireOptions;
+use ferrolock::{AcquireOptions, ErrorKind, Quorum};
 use pyo3::prelude::*;
 
 use crate::call::{twin_methods, Call};
@@ -191,6 +191,36 @@ twin_methods! {
             }
         }
 
+        /// A multi-lock over the holders `members` (single locks, usually one name on
+        /// several independent clients): held while `quorum` of them are held,
+        /// `"majority"` (Redlock, N/2+1) or `"all"` (MultiLock). Its holder is its
+        /// members' holders: acquiring it again re-enters every member. It has no
+        /// fencing token, and the status queries (`is_locked`, `hold_count`, ...) raise
+        /// InvalidArgumentError (ask each member). InvalidArgumentError for no member,
+        /// a member twice (one client and name), or an unknown quorum.
+        #[staticmethod]
+        fn multi(members: Vec<Bound<'_, Holder>>, quorum: &str) -> PyResult<Holder> {
+            let quorum = match quorum {
+                "majority" => Quorum::Majority,
+                "all" => Quorum::All,
+                other => {
+                    let message = format!("unknown quorum {other:?}: expected \"majority\" or \"all\"");
+                    return Err(ferrolock::Error::new(ErrorKind::InvalidArgument, message)).py();
+                }
+            };
+            let locks = members.iter().map(|m| m.get().handle()).collect::<PyResult<Vec<_>>>()?;
+            let lock = ferrolock::Lock::multi(locks, quorum).py()?;
+            // Not empty (checked by the core): the fork check follows the first member's client.
+            let client = ferrolock::Client::clone(&members[0].get().client);
+            Ok(Holder::new(lock, client))
+        }
+
+        /// A multi-lock: how many of its members it needs (None for a single lock).
+        #[getter]
+        fn quorum(&self) -> Option<usize> {
+            self.lock.quorum().map(|q| q.of(self.lock.members().len()))
+        }
+
         /// This holder's hold count as known locally (no round-trip).
         fn local_hold_count(&self) -> u32 {
             self.lock.local_hold_count()
@@ -214,7 +244,7 @@ twin_methods! {
             self.lock.token()
         }
 
-        /// The lock name.
+        /// The lock name (a multi-lock: its members' names joined by ",").
         #[getter]
         fn name(&self) -> &str {
             self.lock.name()

@@ -35,12 +35,20 @@ garbage-collected or because the thread that holds it ends. The client keeps
 the lock objects that hold alive, so ``if client.lock("nightly").acquire(blocking=False): ...``
 keeps the lock until :meth:`Client.close`, and their ``on_lost`` still fires.
 
+:class:`RedLock` (a majority of N independent servers, the Redlock algorithm) and
+:class:`MultiLock` (every member) are one lock over locks of several clients::
+
+    redlock = ferrolock.RedLock.connect(["redis://a:6379", "redis://b:6379", "redis://c:6379"], "jobs")
+    with redlock:
+        ...
+    redlock.close()
+
 Log records go to the ``logging`` logger ``"ferrolock"`` (lost locks, and
 threads or tasks that end while holding, are reported there as warnings).
 """
 
-# The package: this facade; _client.py and _lock.py (each concept's base class,
-# shared with its asyncio twin, and the blocking class); aio.py (the asyncio
+# The package: this facade; _client.py, _lock.py and _multi.py (each concept's
+# base class, shared with its asyncio twin, and the blocking classes); aio.py (the asyncio
 # classes on the same bases); _holds.py (the lock objects a client keeps alive
 # while they hold); _errors.py; and _native, the Rust extension (src/: one
 # Client and one Holder class, each call as `x` and its asyncio twin `x_async`).
@@ -54,14 +62,15 @@ from ._client import Client
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import logger
 from ._lock import Lock, OnLost
+from ._multi import MultiLock, RedLock
 
-__all__ = ["Client", "Lock", "OnLost", "logger"]
+__all__ = ["Client", "Lock", "MultiLock", "OnLost", "RedLock", "logger"]
 __all__ += _errors.__all__
 
 __version__ = "0.1.0"
 
 # Shown as ferrolock.Client / ferrolock.Lock, where they have always been.
-Client.__module__ = Lock.__module__ = __name__
+Client.__module__ = Lock.__module__ = RedLock.__module__ = MultiLock.__module__ = __name__
 
 # Background threads may still be handing a result or a callback to Python when
 # the program ends; let them leave the interpreter before it finalizes.

@@ -9,12 +9,9 @@ import os
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _native
-
-if TYPE_CHECKING:
-    from ._lock import _LockBase
 
 logger = logging.getLogger("ferrolock")
 """The logger every ferrolock message goes to."""
@@ -22,7 +19,9 @@ logger = logging.getLogger("ferrolock")
 
 class _HeldLocks:
     """The lock objects of one client that hold, each with its holding native
-    holders (one per thread or task, or the shared one of ``holder_id``).
+    holders (one per thread or task, or the shared one of ``holder_id``). A
+    multi-lock (:class:`ferrolock.RedLock`, ...) is kept by each of its members'
+    clients, with its own native holders.
 
     The client keeps these objects alive while they hold, so that a hold never
     ends, nor loses its ``on_lost`` callback, because its lock object was
@@ -34,9 +33,9 @@ class _HeldLocks:
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
-        self._locks: dict[_LockBase[Any], set[_native.Holder]] = {}
+        self._locks: dict[object, set[_native.Holder]] = {}
 
-    def track(self, lock: _LockBase[Any], holder: _native.Holder) -> None:
+    def track(self, lock: object, holder: _native.Holder) -> None:
         """Keeps ``lock`` while ``holder`` holds; forgets it when no holder of it does."""
         with self._mutex:
             holders = self._locks.get(lock)
@@ -49,14 +48,14 @@ class _HeldLocks:
                 holders.discard(holder)
                 self._forget_released(lock, holders)
 
-    def settle(self, lock: _LockBase[Any]) -> None:
+    def settle(self, lock: object) -> None:
         """Forgets the holders of ``lock`` that hold no more (after a loss)."""
         with self._mutex:
             holders = self._locks.get(lock)
             if holders is not None:
                 self._forget_released(lock, holders)
 
-    def _forget_released(self, lock: _LockBase[Any], holders: set[_native.Holder]) -> None:
+    def _forget_released(self, lock: object, holders: set[_native.Holder]) -> None:
         for holder in [h for h in holders if h.local_hold_count() == 0]:
             holders.discard(holder)
         if not holders:
@@ -69,7 +68,7 @@ class _HeldLocks:
 
 
 def _caller_ended(
-    kind: str, caller: str, ref: weakref.ReferenceType[_LockBase[Any]], holder: _native.Holder, pid: int
+    kind: str, caller: str, ref: weakref.ReferenceType[Any], holder: _native.Holder, pid: int
 ) -> None:
     """A thread or task that used ``holder`` ended: warn if it still holds (the
     hold stays, kept by the client). Not when the lock object itself is being

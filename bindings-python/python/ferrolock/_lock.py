@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from . import _native
 from ._errors import InvalidArgumentError, LockTimeoutError
@@ -38,7 +38,21 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-def _lost_dispatcher(ref: weakref.ReferenceType[_LockBase[_C]]) -> Callable[[str], None]:
+class _Losable(Protocol):
+    """What a lost hold is reported to: a :class:`_LockBase` or a multi-lock."""
+
+    @property
+    def name(self) -> str: ...
+
+    def _settle(self) -> None: ...
+
+    def _notify_lost(self) -> None: ...
+
+
+_L = TypeVar("_L", bound=_Losable)
+
+
+def _lost_dispatcher(ref: weakref.ReferenceType[_L]) -> Callable[[str], None]:
     """The native on-lost hook: logs the loss, lets the client forget the lost
     hold (:class:`ferrolock._holds._HeldLocks`) and calls the lock's ``on_lost``.
 
@@ -189,7 +203,7 @@ class _ThreadSlot:
 
     __slots__ = ("holder", "_lock", "_thread", "_pid")
 
-    def __init__(self, holder: _native.Holder, lock: weakref.ReferenceType[_LockBase[Any]]) -> None:
+    def __init__(self, holder: _native.Holder, lock: weakref.ReferenceType[Any]) -> None:
         self.holder = holder
         self._lock = lock
         self._thread = threading.current_thread().name

@@ -19,6 +19,15 @@ Quick start::
                 ...
             async with lock.hold(timeout=5.0):   # LockTimeoutError after 5 s
                 ...
+
+:class:`RedLock` and :class:`MultiLock` are the asyncio twins of
+:class:`ferrolock.RedLock` and :class:`ferrolock.MultiLock`, over locks of this
+module (one client per server)::
+
+        redlock = await ferrolock.aio.RedLock.connect(["redis://a", "redis://b", "redis://c"], "jobs")
+        async with redlock:
+            ...
+        await redlock.close()
 """
 
 from __future__ import annotations
@@ -27,20 +36,21 @@ import asyncio
 import contextlib
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _errors, _native
 from ._client import _ClientBase
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
 from ._lock import _LockBase, _wait_seconds
+from ._multi import _MultiLockBase, _MultiSlot, _urls
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Client", "Lock", "OnLost"]
+__all__ = ["Client", "Lock", "MultiLock", "OnLost", "RedLock"]
 __all__ += _errors.__all__
 
 OnLost = Callable[["Lock"], object]
@@ -269,3 +279,180 @@ class Lock(_LockBase[Client]):
         tb: TracebackType | None,
     ) -> None:
         await self.release()
+
+
+# ---------------------------------------------------------------------------
+# Multi-locks.
+
+
+class _MultiTaskSlot(_MultiSlot):
+    """A task's slot in an asyncio multi-lock, and the done-callback that reports
+    the task's end while it holds (registered only while it holds)."""
+
+    __slots__ = ("watch",)
+
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
+        super().__init__(holder, members)
+        self.watch: Callable[[asyncio.Task[object]], object] | None = None
+
+
+class _AsyncMultiLock(_MultiLockBase[Lock]):
+    """An asyncio multi-lock: :class:`RedLock` and :class:`MultiLock`."""
+
+    _MEMBER = Lock
+    _OTHER_FLAVOUR = "ferrolock"
+
+    def _init_callers(self) -> None:
+        self._slots: weakref.WeakKeyDictionary[asyncio.Task[object], _MultiTaskSlot] = weakref.WeakKeyDictionary()
+
+    def _lookup(self, strict: bool) -> _MultiSlot | None:
+        task = _current_task() if strict else asyncio.current_task()
+        return None if task is None else self._slots.get(task)
+
+    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
+        slot = _MultiTaskSlot(holder, members)
+        self._slots[_current_task()] = slot
+        return slot
+
+    def _watch_task(self) -> None:
+        """After an acquire or release in the current task: while the task holds
+        through this object, its end is reported (the hold stays)."""
+        task = asyncio.current_task()
+        slot = None if task is None else self._slots.get(task)
+        if task is None or slot is None:
+            return
+        holder = slot.holder
+        holds = holder.local_hold_count() > 0
+        if holds and slot.watch is None:
+            ref, pid = self._ref, os.getpid()
+
+            def ended(t: asyncio.Task[object]) -> None:
+                _caller_ended("task", t.get_name(), ref, holder, pid)
+
+            slot.watch = ended
+            task.add_done_callback(ended)
+        elif not holds and slot.watch is not None:
+            task.remove_done_callback(slot.watch)
+            slot.watch = None
+
+    @classmethod
+    async def connect(
+        cls,
+        urls: Iterable[str],
+        name: str,
+        *,
+        on_lost: Callable[[Self], object] | None = None,
+        **client_options: Any,
+    ) -> Self:
+        """Connects one :class:`Client` per URL, concurrently (``client_options`` as
+        :meth:`Client.connect` takes them), and makes this lock over lock ``name`` on
+        each; :meth:`close` closes those clients. Every server must answer now: one
+        that is down raises :class:`ConnectionError` (the others are closed again)."""
+        results = await asyncio.gather(
+            *(Client.connect(url, **client_options) for url in _urls(urls, cls._PUBLIC_NAME)),
+            return_exceptions=True,
+        )
+        clients = [c for c in results if isinstance(c, Client)]
+        try:
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+            multi = cls([c.lock(name) for c in clients])
+        except BaseException:
+            for c in clients:
+                await c.close()
+            raise
+        multi._on_lost = on_lost
+        multi._owned_clients = list(clients)
+        return multi
+
+    async def close(self) -> None:
+        """Closes the clients :meth:`connect` made (releasing whatever they hold); a
+        no-op for a lock made from existing locks."""
+        clients, self._owned_clients = self._owned_clients, []
+        results = await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
+        """Acquires the lock for the current task (see :meth:`ferrolock.RedLock.acquire`).
+
+        Returns False if not acquired in time. Cancelling the task while it waits
+        leaves nothing held.
+        """
+        wait = _wait_seconds(blocking, timeout)
+        slot = self._slot()
+        future = slot.holder.acquire_async(wait, lease)
+        try:
+            acquired = await future
+        except asyncio.CancelledError:
+            # Cancelled after the acquisition completed but before the task saw it:
+            # give it back (a cancelled `future` gives it back by itself).
+            if future.done() and not future.cancelled() and future.exception() is None and future.result():
+                try:
+                    await self._release(slot)
+                except LockError:
+                    logger.exception("releasing %s %r after a cancelled acquire failed", self._PUBLIC_NAME, self.name)
+            raise
+        finally:
+            if future.done():
+                self._track(slot)
+        self._watch_task()
+        return acquired
+
+    def _release(self, slot: _MultiSlot) -> asyncio.Future[bool]:
+        """Releases one level; runs to its end even if the awaiting task is
+        cancelled, and is tracked when it ends."""
+        release = slot.holder.release_async()
+        release.add_done_callback(lambda _f: self._track(slot))
+        return asyncio.shield(release)
+
+    async def release(self) -> None:
+        """Releases one level of the current task's hold (see :meth:`ferrolock.RedLock.release`)."""
+        try:
+            await self._release(self._slot())
+        finally:
+            self._watch_task()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Self]:
+        """Async context manager that acquires (waiting at most ``timeout`` seconds,
+        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        if not await self.acquire(True, timeout, lease=lease):
+            raise self._timed_out(timeout)
+        try:
+            yield self
+        finally:
+            await self.release()
+
+    async def __aenter__(self) -> Self:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+
+class RedLock(_AsyncMultiLock):
+    """The asyncio twin of :class:`ferrolock.RedLock`: held while a majority of its
+    member :class:`Lock` objects (one per client, one client per independent
+    server) are; the holder is (this object, the current task). Made from locks of
+    this module, or by :meth:`connect`. See the README ("Redlock and MultiLock")
+    for when Redlock is not safe."""
+
+    _PUBLIC_NAME = "ferrolock.aio.RedLock"
+    _QUORUM = "majority"
+
+
+class MultiLock(_AsyncMultiLock):
+    """The asyncio twin of :class:`ferrolock.MultiLock`: held only while every
+    member :class:`Lock` is."""
+
+    _PUBLIC_NAME = "ferrolock.aio.MultiLock"
+    _QUORUM = "all"

@@ -1,0 +1,387 @@
+"""Multi-locks: one lock over member locks of several clients, usually one name
+on N independent Redis servers. What the blocking and the asyncio multi-locks
+share (:class:`_MultiLockBase`: members, holder identity, loss reporting), and
+the blocking :class:`RedLock` (a majority of the members, the Redlock algorithm)
+and :class:`MultiLock` (every member).
+
+A multi-lock has no client of its own: its holder for a thread (or task) is a
+native multi-lock over its members' holders for that same thread (or task), so
+acquiring it again re-enters every member, and another thread is another holder.
+The lock logic (rounds, validity, quorum, loss) is the core's (``Lock::multi``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from . import _native
+from ._client import Client
+from ._errors import InvalidArgumentError, LockTimeoutError
+from ._holds import _caller_ended, _HeldLocks
+from ._lock import Lock, _LockBase, _lost_dispatcher, _wait_seconds
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+_M = TypeVar("_M", bound="_LockBase[Any]")
+
+
+class _MultiSlot:
+    """A caller's (thread's or task's) native multi-lock holder, and its members'
+    holders for that caller (in member order)."""
+
+    __slots__ = ("holder", "members")
+
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
+        self.holder = holder
+        self.members = tuple(members)
+
+
+class _MultiLockBase(Generic[_M]):
+    """What the blocking and the asyncio multi-locks share.
+
+    Subclasses say which locks they take (``_MEMBER``, a blocking or an asyncio
+    lock class), what quorum they need (``_QUORUM``: ``"majority"`` or
+    ``"all"``), and how a caller finds its :class:`_MultiSlot`
+    (``_lookup``/``_remember``)."""
+
+    _PUBLIC_NAME: ClassVar[str]
+    """The class as the user knows it, for ``repr`` and messages."""
+    _QUORUM: ClassVar[str]
+    """The native quorum: ``"majority"`` or ``"all"``."""
+    _MEMBER: ClassVar[type[_LockBase[Any]]]
+    """The class every member must be an instance of."""
+    _OTHER_FLAVOUR: ClassVar[str]
+    """The twin class to use for the other flavour of locks, for messages."""
+
+    def __init__(self, locks: Iterable[_M], *, on_lost: Callable[[Self], object] | None = None) -> None:
+        members = self._check_members(locks)
+        self._members: tuple[_M, ...] = tuple(members)
+        self._on_lost = on_lost
+        # Every member client keeps this object alive while it holds.
+        helds: list[_HeldLocks] = []
+        for member in members:
+            if not any(h is member._held for h in helds):
+                helds.append(member._held)
+        self._helds = tuple(helds)
+        self._owned_clients: list[Any] = []
+        self._ref: weakref.ReferenceType[_MultiLockBase[_M]] = weakref.ref(self)
+        self._dispatch = _lost_dispatcher(self._ref)
+        # Lets the core check the members now (one client and name twice); names it.
+        self._probe = _native.Holder.multi([m._probe for m in members], self._QUORUM)
+        self._init_callers()
+
+    def _check_members(self, locks: Iterable[_M]) -> list[_M]:
+        """The members as a list, or TypeError / InvalidArgumentError saying what is wrong."""
+        cls = self._PUBLIC_NAME
+        if isinstance(locks, (_LockBase, _MultiLockBase)) or isinstance(locks, (str, bytes)):
+            raise TypeError(f"{cls} takes a list of locks (one per client), got a {type(locks).__name__}")
+        try:
+            members = list(locks)
+        except TypeError:
+            raise TypeError(f"{cls} takes a list of locks (one per client), got {type(locks).__name__}") from None
+        if not members:
+            raise InvalidArgumentError(f"{cls} needs at least one member lock")
+        member_cls = self._MEMBER
+        for i, member in enumerate(members, 1):
+            if isinstance(member, _MultiLockBase):
+                raise TypeError(f"{cls}: member {i} is a {member._PUBLIC_NAME}; members must be single locks")
+            if not isinstance(member, member_cls):
+                public = getattr(type(member), "_PUBLIC_NAME", type(member).__name__)
+                if isinstance(member, _LockBase):
+                    raise TypeError(
+                        f"{cls}: member {i} is a {public}; {cls} takes {member_cls._PUBLIC_NAME} objects "
+                        f"(do not mix blocking and asyncio locks; for {public} objects use {self._OTHER_FLAVOUR})"
+                    )
+                raise TypeError(f"{cls}: member {i} is a {public}, not a {member_cls._PUBLIC_NAME}")
+            for j, other in enumerate(members[: i - 1], 1):
+                if other is member:
+                    raise InvalidArgumentError(
+                        f'{cls}: lock "{member.name}" is member {j} and member {i}; each member must be '
+                        "another lock (usually the same name on another client)"
+                    )
+        return members
+
+    # -- holder identity -------------------------------------------------------
+
+    def _init_callers(self) -> None:
+        """Makes the (empty) map from callers to their slots."""
+        raise NotImplementedError
+
+    def _lookup(self, strict: bool) -> _MultiSlot | None:
+        """The caller's slot, if any; ``strict`` raises when there is no caller identity."""
+        raise NotImplementedError
+
+    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
+        raise NotImplementedError
+
+    def _slot(self) -> _MultiSlot:
+        """The caller's slot, made on first use from each member's holder for this caller."""
+        slot = self._lookup(strict=True)
+        if slot is None:
+            members = [m._holder() for m in self._members]
+            holder = _native.Holder.multi(members, self._QUORUM)
+            holder.set_on_lost(self._dispatch)
+            slot = self._remember(holder, members)
+        return slot
+
+    def _current(self) -> _native.Holder | None:
+        """The caller's multi-lock holder if it has one (never makes it)."""
+        slot = self._lookup(strict=False)
+        return None if slot is None else slot.holder
+
+    def _track(self, slot: _MultiSlot) -> None:
+        """After an acquire or release: the member clients keep the members and this
+        object alive while they hold."""
+        for member, holder in zip(self._members, slot.members):
+            member._track(holder)
+        for held in self._helds:
+            held.track(self, slot.holder)
+
+    def _settle(self) -> None:
+        for held in self._helds:
+            held.settle(self)
+
+    def _notify_lost(self: Self) -> None:
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def _timed_out(self, timeout: float | None) -> LockTimeoutError:
+        return LockTimeoutError(
+            f'{self._PUBLIC_NAME} "{self.name}" was not acquired within {timeout} s: '
+            f"fewer than {self.quorum} of its {len(self._members)} members could be taken"
+        )
+
+    # -- properties ------------------------------------------------------------
+
+    @property
+    def members(self) -> tuple[_M, ...]:
+        """The member locks, in the order they are taken. Ask them for what Redis
+        knows (``locked()``, ``remaining_lease()``, ...): a multi-lock has no state
+        of its own in Redis."""
+        return self._members
+
+    @property
+    def quorum(self) -> int:
+        """How many members must be held: N/2+1 for a :class:`RedLock`, N for a
+        :class:`MultiLock`."""
+        needed = self._probe.quorum
+        assert needed is not None
+        return needed
+
+    @property
+    def name(self) -> str:
+        """The members' names joined by ``","``."""
+        return self._probe.name
+
+    @property
+    def lost(self) -> bool:
+        """True if the caller's (thread's or task's) current hold was lost: fewer
+        than :attr:`quorum` members are still held (until it acquires again)."""
+        holder = self._current()
+        return holder is not None and holder.lost
+
+    @property
+    def token(self) -> int | None:
+        """Always None: fencing tokens are per server and do not compose."""
+        return None
+
+    def local_hold_count(self) -> int:
+        """The caller's (thread's or task's) hold count, as known locally (no
+        round-trip; 0 when it does not hold)."""
+        holder = self._current()
+        return 0 if holder is None else holder.local_hold_count()
+
+    def __repr__(self) -> str:
+        return f"<{self._PUBLIC_NAME} {self.name!r} ({self.quorum} of {len(self._members)} members)>"
+
+
+class _MultiThreadSlot(_MultiSlot):
+    """A thread's slot in a blocking multi-lock's ``threading.local``: its
+    finalisation, when the thread ends, reports a hold the thread left behind."""
+
+    __slots__ = ("_lock", "_thread", "_pid")
+
+    def __init__(
+        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
+    ) -> None:
+        super().__init__(holder, members)
+        self._lock = lock
+        self._thread = threading.current_thread().name
+        self._pid = os.getpid()
+
+    def __del__(self) -> None:
+        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
+
+
+class _BlockingMultiLock(_MultiLockBase[Lock]):
+    """A blocking multi-lock: :class:`RedLock` and :class:`MultiLock`."""
+
+    _MEMBER = Lock
+    _OTHER_FLAVOUR = "ferrolock.aio"
+
+    def _init_callers(self) -> None:
+        self._local = threading.local()
+
+    def _lookup(self, strict: bool) -> _MultiSlot | None:
+        slot: _MultiSlot | None = getattr(self._local, "slot", None)
+        return slot
+
+    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
+        slot = _MultiThreadSlot(holder, members, self._ref)
+        self._local.slot = slot
+        return slot
+
+    @classmethod
+    def connect(
+        cls,
+        urls: Iterable[str],
+        name: str,
+        *,
+        on_lost: Callable[[Self], object] | None = None,
+        **client_options: Any,
+    ) -> Self:
+        """Connects one :class:`Client` per URL (one per independent Redis server,
+        ``client_options`` as :class:`Client` takes them) and makes this lock over
+        lock ``name`` on each. :meth:`close` closes those clients. Every server must
+        answer now: a server that is down raises :class:`ConnectionError` (and the
+        clients already made are closed)."""
+        clients: list[Client] = []
+        try:
+            for url in _urls(urls, cls._PUBLIC_NAME):
+                clients.append(Client(url, **client_options))
+            multi = cls([c.lock(name) for c in clients])
+        except BaseException:
+            for c in clients:
+                c.close()
+            raise
+        multi._on_lost = on_lost
+        multi._owned_clients = list(clients)
+        return multi
+
+    def close(self) -> None:
+        """Closes the clients :meth:`connect` made (releasing whatever they hold); a
+        no-op for a lock made from existing locks (close their clients instead)."""
+        clients, self._owned_clients = self._owned_clients, []
+        errors: list[BaseException] = []
+        for c in clients:
+            try:
+                c.close()
+            except Exception as e:  # close the others, then raise the first
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
+        """Acquires the lock for the calling thread: :attr:`quorum` of its members
+        (see :class:`RedLock` for how), with :class:`threading.RLock` semantics.
+
+        ``timeout`` -1 or None waits as long as it takes; ``blocking=False`` makes
+        one round. Returns False if not acquired in time. ``lease`` (seconds) makes
+        every member expire after it with no renewal; None renews them with their
+        clients' watchdogs. Raises (at once) when so many members fail (server down,
+        refused) that the quorum is out of reach, e.g. :class:`ConnectionError`; the
+        members it took are released again. Ctrl-C interrupts the wait, leaving
+        nothing held.
+        """
+        wait = _wait_seconds(blocking, timeout)
+        slot = self._slot()
+        try:
+            return slot.holder.acquire(wait, lease)
+        finally:
+            self._track(slot)
+
+    def release(self) -> None:
+        """Releases one level of the calling thread's hold on every member it took.
+
+        :class:`NotOwnedError` if this thread does not hold the lock; a
+        :class:`MultiLock` also raises it when a member was not held any more, a
+        :class:`RedLock` only when fewer than :attr:`quorum` members were released.
+        :class:`LockLostError` if the hold was lost meanwhile (the members are
+        released all the same).
+        """
+        slot = self._slot()
+        try:
+            slot.holder.release()
+        finally:
+            self._track(slot)
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Self]:
+        """Context manager that acquires (waiting at most ``timeout`` seconds, None =
+        forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        if not self.acquire(True, timeout, lease=lease):
+            raise self._timed_out(timeout)
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def _urls(urls: Iterable[str], cls: str) -> list[str]:
+    """``urls`` as a list of strings, or TypeError (a single URL string is a mistake)."""
+    if isinstance(urls, (str, bytes)):
+        raise TypeError(f"{cls}.connect takes a list of URLs (one per Redis server), got a single string")
+    out = list(urls)
+    for u in out:
+        if not isinstance(u, str):
+            raise TypeError(f"{cls}.connect: URLs must be strings, got {type(u).__name__}")
+    return out
+
+
+class RedLock(_BlockingMultiLock):
+    """The Redlock algorithm: one lock over member locks on N independent Redis
+    servers, held while a majority (N/2+1) of them are. Redisson's
+    ``RedissonRedLock`` over the same names and servers excludes it.
+
+    Made from existing locks, one per client (one client per server), usually of
+    the same name: ``ferrolock.RedLock([a.lock("jobs"), b.lock("jobs"), c.lock("jobs")])``,
+    or by :meth:`connect`. It behaves like a :class:`Lock`: re-entrant per
+    (this object, thread) through its members' holders for that thread, ``with``,
+    :meth:`hold`, :attr:`lost` and ``on_lost(lock)`` (called from a background
+    thread once fewer than the quorum of members are held), and no
+    :attr:`token`.
+
+    An acquire takes the members in order, each waiting at most the remaining
+    wait / N; a round that falls short releases what it took and tries again
+    after a random pause until the wait ends. A hold counts only if ``lease -
+    time spent acquiring - drift`` is left. Use an odd N >= 3; see the README
+    ("Redlock and MultiLock") for when Redlock is not safe.
+
+    :class:`TypeError` for members that are not :class:`Lock` objects (or mix in
+    :class:`ferrolock.aio.Lock` objects); :class:`InvalidArgumentError` for no
+    member, or one lock (client and name) twice.
+    """
+
+    _PUBLIC_NAME = "ferrolock.RedLock"
+    _QUORUM = "majority"
+
+
+class MultiLock(_BlockingMultiLock):
+    """One lock over several member locks (several names, or one name on several
+    servers) held only while every member is: Redisson's ``RedissonMultiLock``.
+
+    Like :class:`RedLock` otherwise, except that each member may wait the whole
+    remaining wait, and :meth:`release` raises :class:`NotOwnedError` if any member
+    was no longer held."""
+
+    _PUBLIC_NAME = "ferrolock.MultiLock"
+    _QUORUM = "all"
