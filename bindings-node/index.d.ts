@@ -72,6 +72,19 @@ export interface TryAcquireOptions {
   signal?: AbortSignal;
 }
 
+/** How many members a multi-lock needs: more than half (Redlock) or all (MultiLock). */
+export type Quorum = 'majority' | 'all';
+
+export interface MultiLockOptions {
+  /** `'majority'`: N/2+1 members (Redlock); `'all'`: every member (MultiLock). Required. */
+  quorum: Quorum;
+}
+
+export interface RedlockConnectOptions extends ConnectOptions {
+  /** `'majority'` (Redlock, the default) or `'all'` (MultiLock). */
+  quorum?: Quorum;
+}
+
 export interface UsingOptions {
   leaseMs?: number;
   /** Longest wait; when it runs out `using` rejects with `NotAcquiredError`. Default: no bound. */
@@ -177,12 +190,23 @@ export class Hold {
 }
 
 /**
- * A handle on one lock name. The handle is the holder: it may re-enter, and must release as often.
+ * A handle on one lock name, or a multi-lock over several (`Lock.multi`, `redlock`,
+ * `multiLock`, `Redlock`). The handle is the holder: it may re-enter, and must release as often.
  * While it holds, its client keeps it reachable: a hold ends only by a release, `using()` /
  * `await using` scope end, `client.close()`, process exit, or the end of an explicit lease,
  * never by garbage collection.
  */
 export class Lock extends EventEmitter {
+  /**
+   * One lock over `locks` (single lock handles, usually one name on several clients, one
+   * client per independent Redis server), held while `quorum` of them are: `'majority'`
+   * (Redlock, N/2+1) or `'all'` (MultiLock). A new holder with the API of a single lock;
+   * `token` is always null, and status queries (`isLocked`, `isHeld`, `holdCount`,
+   * `remainingLeaseMs`, `forceUnlock`) reject with `InvalidArgumentError`: ask its `members`.
+   * Throws `InvalidArgumentError` for no members, a member that is not a single `Lock`, or
+   * one lock (one name on one client) twice.
+   */
+  static multi(locks: Iterable<Lock>, options: MultiLockOptions): Lock;
   /** 'lost': a hold of this handle was lost (expired, force-unlocked, failover). */
   on(event: 'lost', listener: (err: LockLostError) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
@@ -196,10 +220,14 @@ export class Lock extends EventEmitter {
   readonly owner: string;
   /** Which lock: `'reentrant'` (from `client.lock()`) or `'fenced'` (from `client.fencedLock()`). */
   readonly kind: LockKind;
-  /** True for fenced locks. */
+  /** True for fenced locks (never a multi-lock). */
   readonly fenced: boolean;
-  /** Fencing token of the current hold (fenced locks), else null. */
+  /** Fencing token of the current hold (fenced locks), else null; always null for a multi-lock. */
   readonly token: bigint | null;
+  /** A multi-lock's member locks, in order; empty for a single lock. */
+  readonly members: readonly Lock[];
+  /** A multi-lock's quorum; null for a single lock. */
+  readonly quorum: Quorum | null;
   /** True if the latest hold of this handle was lost (until it acquires again). */
   readonly lost: boolean;
   /** Aborted when the current hold is lost. */
@@ -247,6 +275,36 @@ export class Client {
   /** Locks this client holds right now. */
   heldCount(): number;
   /** Releases what it holds, stops its waits, closes its connections. The way to end holds nobody references any more. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** `Lock.multi(locks, { quorum: 'majority' })`: a Redlock over `locks`. */
+export function redlock(locks: Iterable<Lock>): Lock;
+/** `Lock.multi(locks, { quorum: 'all' })`: a MultiLock over `locks`. */
+export function multiLock(locks: Iterable<Lock>): Lock;
+
+/**
+ * One client per independent Redis server, making multi-locks by name. Disposable with
+ * `await using` (closes the clients).
+ */
+export class Redlock {
+  private constructor();
+  /**
+   * Connects one client per URL (every server must be reachable now; a failed connect
+   * closes the others and rejects with its error). Options: `quorum` (default
+   * `'majority'`) and any `Client.connect` option, given to every client. Duplicate URLs
+   * or an empty list reject with `InvalidArgumentError`.
+   */
+  static connect(urls: Iterable<string>, options?: RedlockConnectOptions): Promise<Redlock>;
+  /** The clients, one per URL, in order. */
+  readonly clients: readonly Client[];
+  readonly quorum: Quorum;
+  /** True once every client is closed. */
+  readonly closed: boolean;
+  /** A multi-lock over `name` on every server (a new holder). */
+  lock(name: string | Uint8Array, options?: LockOptions): Lock;
+  /** Closes every client, releasing what they hold. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

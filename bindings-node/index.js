@@ -4,10 +4,12 @@
 // FerrolockError subclasses; lib/abort.js wires AbortSignal into native cancel
 // handles; lib/lock.js turns lost-hold notifications into 'lost' events and
 // aborted signals and keeps lock objects that hold reachable from their client;
-// lib/client.js connects and makes lock handles. The lock logic is in Rust.
+// lib/client.js connects and makes lock handles; lib/redlock.js makes multi-locks
+// over several servers (Redlock, MultiLock). The lock logic is in Rust.
 
 const { Client } = require('./lib/client');
 const { Lock, Hold } = require('./lib/lock');
+const { Redlock, redlock, multiLock } = require('./lib/redlock');
 const { errors } = require('./lib/errors');
 
-module.exports = { Client, Lock, Hold, ...errors };
+module.exports = { Client, Lock, Hold, Redlock, redlock, multiLock, ...errors };

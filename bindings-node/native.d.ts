@@ -32,6 +32,8 @@ export declare class NativeLock {
   get owner(): string
   /** Which lock: "reentrant" or "fenced" (the core's name of its kind). */
   get kind(): string
+  /** A multi-lock's quorum, "majority" or "all"; `null` for a single lock. */
+  get quorum(): string | null
   get fenced(): boolean
   /** Fencing token of the current hold (local view). */
   get token(): bigint | null
@@ -97,6 +99,14 @@ export interface HoldInfo {
   /** Sequence number of the hold this acquisition belongs to (re-entries share it). */
   seq: number
 }
+
+/**
+ * A multi-lock over `members` (single lock handles, usually one name on several
+ * clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or "all"
+ * (MultiLock). A new holder; its losses are told to the first open client among
+ * its members'. Bad members (none, a multi-lock, one lock twice) throw `ERR_INVALID_ARGUMENT`.
+ */
+export declare function multiLock(members: Array<NativeLock>, quorum: string): NativeLock
 
 /** A cancel handle for one acquire call. Pass it to `acquire`; `cancel(id)` stops that wait. */
 export declare function newCancel(): number

@@ -12,6 +12,14 @@ class Client {
   #locks = new Map(); // native lock id -> WeakRef<Lock>, for 'lost' events
   #registry = new FinalizationRegistry((id) => this.#locks.delete(id));
   #held = new HeldLocks(); // the locks that hold: kept reachable until their hold ends
+  // What a lock of this client (and a multi-lock over it) needs of the client.
+  #home = {
+    held: this.#held,
+    adopt: (lock, id) => {
+      this.#locks.set(id, new WeakRef(lock));
+      this.#registry.register(lock, id);
+    },
+  };
 
   constructor(nativeClient) {
     if (!nativeClient || typeof nativeClient.lock !== 'function') {
@@ -78,9 +86,8 @@ class Client {
     }
     const raw = typeof name === 'string' ? name : Buffer.from(name.buffer, name.byteOffset, name.byteLength);
     const nativeLock = callSync(() => this.#native.lock(raw, kind, holderId, o.owner ?? undefined));
-    const lock = new Lock(nativeLock, this.#held);
-    this.#locks.set(nativeLock.id, new WeakRef(lock));
-    this.#registry.register(lock, nativeLock.id);
+    const lock = new Lock(nativeLock, this.#held, { home: this.#home });
+    this.#home.adopt(lock, nativeLock.id);
     return lock;
   }
 

@@ -1,10 +1,13 @@
 'use strict';
 // Lock handles and their holds: 'lost' events and aborted signals from the native
-// lost notifications, and the client's set of lock objects that hold.
+// lost notifications, and the client's set of lock objects that hold. A
+// multi-lock (Lock.multi: Redlock or MultiLock over member locks on several
+// clients) is a Lock too, known to each of its members' clients.
 
 const { EventEmitter } = require('node:events');
+const native = require('./native');
 const { asyncDispose } = require('./dispose');
-const { InvalidArgumentError, LockLostError, NotAcquiredError, convert, call } = require('./errors');
+const { InvalidArgumentError, LockLostError, NotAcquiredError, convert, call, callSync } = require('./errors');
 const { optionsObject, ms, checkSignal } = require('./options');
 const { abortError, watchSignal, unwatchSignal } = require('./abort');
 
@@ -96,21 +99,90 @@ class Hold {
   }
 }
 
+const QUORUMS = ['majority', 'all'];
+
 class Lock extends EventEmitter {
   #native;
-  #held; // the client's HeldLocks
+  #held; // the client's HeldLocks (a multi-lock: each of its members' clients')
+  #home; // a single lock's client, as { held, adopt(lock, id) }; null for a multi-lock
+  #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
   #state; // { seq, controller } of the current (or latest, or next) hold
   #early = null; // { seq, message }: a loss told before the acquire that made that hold returned
 
-  constructor(nativeLock, held) {
+  /** Made by `client.lock()` / `client.fencedLock()` (single) or `Lock.multi()`. */
+  constructor(nativeLock, held, { home = null, members = [] } = {}) {
     super();
+    if (!nativeLock || typeof nativeLock.acquire !== 'function' || !held) {
+      throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
+    }
     this.#native = nativeLock;
     this.#held = held;
+    this.#home = home;
+    this.#members = Object.freeze([...members]);
     this.#state = { seq: null, controller: new AbortController() };
+  }
+
+  /**
+   * One lock over `locks` (single lock handles, usually one name on several clients,
+   * one client per independent Redis server): held while `quorum` of them are held.
+   * `quorum`: 'majority' (Redlock, N/2+1) or 'all' (MultiLock). The result is a new
+   * holder with the API of a single lock (no fencing token; status queries such as
+   * isLocked() reject with InvalidArgumentError: ask its `members`). It takes the
+   * members over: do not acquire or release them directly while it is in use.
+   */
+  static multi(locks, options) {
+    const o = optionsObject(options, 'Lock.multi');
+    if (!QUORUMS.includes(o.quorum)) {
+      throw new InvalidArgumentError(
+        `Lock.multi needs { quorum: 'majority' } (Redlock) or { quorum: 'all' } (MultiLock), not ${describe(o.quorum)}`,
+      );
+    }
+    if (typeof locks === 'string' || !locks || typeof locks[Symbol.iterator] !== 'function') {
+      throw new InvalidArgumentError(`a multi-lock's members must be an array of Lock objects, not ${describe(locks)}`);
+    }
+    const members = [...locks];
+    if (members.length === 0) throw new InvalidArgumentError('a multi-lock needs at least one member lock');
+    members.forEach((member, i) => {
+      if (!(member instanceof Lock)) {
+        throw new InvalidArgumentError(`member ${i + 1} of a multi-lock is not a Lock (from client.lock(name)) but ${describe(member)}`);
+      }
+      if (member.#members.length > 0) {
+        throw new InvalidArgumentError(`member ${i + 1} of a multi-lock is itself a multi-lock: members must be single locks`);
+      }
+      const first = members.indexOf(member);
+      if (first !== i) {
+        throw new InvalidArgumentError(`member ${i + 1} of a multi-lock is the same Lock object as member ${first + 1}`);
+      }
+    });
+    // Core refuses one name twice on one client (and a multi-lock member) too.
+    const nativeLock = callSync(() => native.multiLock(members.map((m) => m.#native), o.quorum));
+    const homes = [...new Set(members.map((m) => m.#home))];
+    const held = { update: (lock) => homes.forEach((home) => home.held.update(lock)) };
+    const lock = new Lock(nativeLock, held, { members });
+    for (const home of homes) home.adopt(lock, nativeLock.id);
+    return lock;
   }
 
   get [kNative]() {
     return this.#native;
+  }
+
+  /** The member Lock objects of a multi-lock, in order; empty for a single lock. */
+  get members() {
+    return this.#members;
+  }
+
+  /** A multi-lock's quorum, 'majority' or 'all'; null for a single lock. */
+  get quorum() {
+    return this.#native.quorum ?? null;
+  }
+
+  /** How messages name this lock. */
+  #what() {
+    if (this.#members.length === 0) return `lock "${this.name}"`;
+    const names = [...new Set(this.#members.map((m) => m.name))].join('", "');
+    const kind = this.quorum === 'all' ? 'multi-lock' : 'redlock';
+    return `${kind} "${names}" (${this.#members.length} members)`;
   }
 
   /** The lock name. */
@@ -133,7 +205,7 @@ class Lock extends EventEmitter {
     return this.#native.fenced;
   }
 
-  /** Fencing token of the current hold (fenced locks), else null. */
+  /** Fencing token of the current hold (fenced locks), else null (always for a multi-lock). */
   get token() {
     return this.#native.token ?? null;
   }
@@ -207,7 +279,7 @@ class Lock extends EventEmitter {
     const waitMs = ms(o.waitMs, 'waitMs');
     const hold = await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal));
     if (!hold) {
-      throw new NotAcquiredError(`lock "${this.name}" was not acquired within ${waitMs} ms; it is held by someone else`);
+      throw new NotAcquiredError(`${this.#what()} was not acquired within ${waitMs} ms; it is held by someone else`);
     }
     return hold;
   }
@@ -283,6 +355,14 @@ class Lock extends EventEmitter {
     await hold.release();
     return result;
   }
+}
+
+/** A value as error messages show it. */
+function describe(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return `"${value}"`;
+  if (typeof value !== 'object') return String(value);
+  return value.constructor?.name ? `a ${value.constructor.name}` : 'an object';
 }
 
 module.exports = { Lock, Hold, HeldLocks, lostEvent };

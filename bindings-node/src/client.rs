@@ -2,7 +2,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
-use crate::lock::NativeLock;
+use crate::lock::{next_lock_id, NativeLock};
 
 /// `(lock id, hold sequence number, message)`: a hold of a lock handle was lost.
 /// Weak (unref'd): it never keeps the event loop alive.
@@ -28,15 +28,19 @@ pub(crate) struct Shared {
     /// `None` once closed (or once the JS environment that made it went away).
     client: Mutex<Option<ferrolock::Client>>,
     on_lost: Mutex<Option<Arc<LostFn>>>,
-    next_lock: AtomicU32,
 }
 
 impl Shared {
-    /// Tells the JS layer that hold `seq` of lock `id` was lost.
-    pub(crate) fn tell_lost(&self, id: u32, seq: u32, message: &str) {
+    /// Tells the JS layer that hold `seq` of lock `id` was lost. False when this
+    /// client can no longer tell (closed, or no handler yet).
+    pub(crate) fn tell_lost(&self, id: u32, seq: u32, message: &str) -> bool {
         let on_lost = self.on_lost.lock().unwrap().clone();
-        if let Some(f) = on_lost {
-            f.call((id, seq, message.to_string()).into(), ThreadsafeFunctionCallMode::NonBlocking);
+        match on_lost {
+            Some(f) => {
+                f.call((id, seq, message.to_string()).into(), ThreadsafeFunctionCallMode::NonBlocking);
+                true
+            }
+            None => false,
         }
     }
 
@@ -118,7 +122,6 @@ pub fn connect<'env>(
             shared: Arc::new(Shared {
                 client: Mutex::new(Some(client.clone())),
                 on_lost: Mutex::new(None),
-                next_lock: AtomicU32::new(1),
             }),
             client,
             hooked: AtomicBool::new(false),
@@ -194,8 +197,7 @@ impl NativeClient {
                 Either::B(b) => self.client.lock_with(&b[..], options),
             }
             .js()?;
-            let id = self.shared.next_lock.fetch_add(1, Ordering::Relaxed);
-            Ok(NativeLock::new(lock, id, self.shared.clone()))
+            Ok(NativeLock::new(lock, next_lock_id(), vec![self.shared.clone()]))
         })
     }
 

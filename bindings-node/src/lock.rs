@@ -1,18 +1,28 @@
-//! A lock handle, and the numbering of its holds that lets `lib/lock.js` tell a
-//! re-entry from a new hold and a current hold's loss from an old one's.
+//! A lock handle (single, or a multi-lock over several), and the numbering of its
+//! holds that lets `lib/lock.js` tell a re-entry from a new hold and a current
+//! hold's loss from an old one's.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Released};
-use napi::bindgen_prelude::{BigInt, PromiseRaw};
+use ferrolock::{AcquireOptions, Quorum, Released};
+use napi::bindgen_prelude::{BigInt, ClassInstance, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 use tokio::sync::watch;
 
 use crate::cancel::Abort;
 use crate::client::Shared;
-use crate::errors::{cancelled, millis, promise, IntoJs, Result};
+use crate::errors::{caught, cancelled, invalid, millis, promise, IntoJs, Result};
+
+/// Lock ids are unique in the process (not per client): a multi-lock is known to
+/// each of its members' clients under one id.
+static NEXT_LOCK: AtomicU32 = AtomicU32::new(1);
+
+pub(crate) fn next_lock_id() -> u32 {
+    NEXT_LOCK.fetch_add(1, Ordering::Relaxed)
+}
 
 /// What one successful acquire returns.
 #[napi(object)]
@@ -68,13 +78,18 @@ impl Handle {
 pub struct NativeLock {
     handle: Arc<Handle>,
     id: u32,
+    /// The clients that can tell this handle's losses: its own (a single lock), or
+    /// its members' without repeats (a multi-lock).
+    shared: Vec<Arc<Shared>>,
 }
 
 impl NativeLock {
-    /// Wraps a new core handle whose losses are told to the client's lost handler as lock `id`.
-    pub(crate) fn new(lock: ferrolock::Lock, id: u32, shared: Arc<Shared>) -> NativeLock {
+    /// Wraps a new core handle whose losses are told as lock `id` to the lost
+    /// handler of the first client in `shared` that is still open.
+    pub(crate) fn new(lock: ferrolock::Lock, id: u32, shared: Vec<Arc<Shared>>) -> NativeLock {
         let holds = Arc::new(Mutex::new(Holds::default()));
         let tracked = holds.clone();
+        let tellers = shared.clone();
         // Told by core (from a background thread) when a hold of this handle is lost.
         lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
             let seq = {
@@ -85,9 +100,10 @@ impl NativeLock {
                     _ => return,
                 }
             };
-            shared.tell_lost(id, seq, event.error.message());
+            let message = event.error.message();
+            let _ = tellers.iter().any(|s| s.tell_lost(id, seq, message));
         })));
-        NativeLock { handle: Arc::new(Handle { lock, holds }), id }
+        NativeLock { handle: Arc::new(Handle { lock, holds }), id, shared }
     }
 
     /// Runs `f` on the runtime with the handle; the promise settles with its result.
@@ -122,6 +138,16 @@ impl NativeLock {
     #[napi(getter)]
     pub fn kind(&self) -> &'static str {
         self.handle.lock.kind().as_str()
+    }
+
+    /// A multi-lock's quorum, "majority" or "all"; `null` for a single lock.
+    #[napi(getter)]
+    pub fn quorum(&self) -> Option<&'static str> {
+        match self.handle.lock.quorum()? {
+            Quorum::Majority => Some("majority"),
+            Quorum::All => Some("all"),
+            _ => Some("unknown"),
+        }
     }
 
     #[napi(getter)]
@@ -228,4 +254,32 @@ impl NativeLock {
     pub fn force_unlock<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
         self.run(env, |h| async move { h.lock.force_unlock().await.js() })
     }
+}
+
+/// A multi-lock over `members` (single lock handles, usually one name on several
+/// clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or "all"
+/// (MultiLock). A new holder; its losses are told to the first open client among
+/// its members'. Bad members (none, a multi-lock, one lock twice) throw `ERR_INVALID_ARGUMENT`.
+#[napi]
+pub fn multi_lock<'env>(
+    #[napi(ts_arg_type = "Array<NativeLock>")] members: Vec<ClassInstance<'env, NativeLock>>,
+    quorum: String,
+) -> Result<NativeLock> {
+    caught(|| {
+        let quorum = match quorum.as_str() {
+            "majority" => Quorum::Majority,
+            "all" => Quorum::All,
+            other => return Err(invalid(format!("quorum = \"{other}\"; give \"majority\" (Redlock) or \"all\" (MultiLock)"))),
+        };
+        let mut shared: Vec<Arc<Shared>> = Vec::new();
+        for member in &members {
+            for s in &member.shared {
+                if !shared.iter().any(|known| Arc::ptr_eq(known, s)) {
+                    shared.push(s.clone());
+                }
+            }
+        }
+        let lock = ferrolock::Lock::multi(members.iter().map(|m| m.handle.lock.clone()).collect(), quorum).js()?;
+        Ok(NativeLock::new(lock, next_lock_id(), shared))
+    })
 }

@@ -92,7 +92,7 @@ test('a process that never closes its client still exits, and releases its lock'
 test("ESM: import { Client } from 'ferrolock'", async () => {
   const r = await runChild(process.execPath, [path.join(fixtures, 'esm-import.mjs'), server.url], 15_000);
   assert.equal(r.code, 0, r.out);
-  assert.deepEqual(JSON.parse(r.out.trim()), { same: true, error: 'AbortError', notReplicated: 'ERR_NOT_REPLICATED', locked: false });
+  assert.deepEqual(JSON.parse(r.out.trim()), { same: true, error: 'AbortError', notReplicated: 'ERR_NOT_REPLICATED', locked: false, multi: 'majority' });
 });
 
 test('TypeScript sees the types (tsc --noEmit --strict, CommonJS and ESM)', async () => {
@@ -146,13 +146,27 @@ async function main(): Promise<void> {
   });
   await behindSentinel.close();
   const id: string = client.id;
+  const other: Client = await Client.connect('redis://127.0.0.1:6380');
+  const rl: Lock = Lock.multi([client.lock('jobs'), other.lock('jobs')], { quorum: 'majority' });
+  const ml: Lock = multiLock([client.lock('a'), other.lock('b')]);
+  const members: readonly Lock[] = redlock([client.lock('c'), other.lock('c')]).members;
+  const q: Quorum | null = rl.quorum;
+  const rlHold: Hold = await rl.acquire({ waitMs: 100, leaseMs: 1000, signal: AbortSignal.timeout(100) });
+  const none: bigint | null = rlHold.token;
+  await rlHold.release();
+  await using servers: Redlock = await Redlock.connect(['redis://a', 'redis://b', 'redis://c'], { quorum: 'all', watchdogTimeoutMs: 1000 });
+  const jobs: Lock = servers.lock('jobs');
+  const sq: Quorum = servers.quorum;
+  const cs: readonly Client[] = servers.clients;
+  await servers.close();
+  await other.close();
   await client.close();
-  void [token, s, l, ok, b, n, left, t, sig, r, id];
+  void [token, s, l, ok, b, n, left, t, sig, r, id, ml, members, q, none, jobs, sq, cs];
 }
 void main;
 `;
   return {
-    'cjs.cts': `import { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError } from 'ferrolock';\n${body}`,
-    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError } from 'ferrolock';\nvoid ferrolock.Client;\n${body}`,
+    'cjs.cts': `import { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError, Redlock, redlock, multiLock, Quorum } from 'ferrolock';\n${body}`,
+    'esm.mts': `import ferrolock, { Client, Lock, Hold, FerrolockError, PermissionDeniedError, NotReplicatedError, Redlock, redlock, multiLock, Quorum } from 'ferrolock';\nvoid ferrolock.Client;\nvoid ferrolock.Redlock;\n${body}`,
   };
 }

@@ -3,7 +3,7 @@
 // layer (lib/) passes a native value or option through. Compiles or fails; never runs.
 
 import type * as native from '../../native';
-import type { Client, ConnectOptions, Hold, Lock, LockKind } from '../..';
+import type { Client, ConnectOptions, Hold, Lock, LockKind, Quorum } from '../..';
 
 /** Exactly the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -34,6 +34,11 @@ agree<Resolved<native.NativeLock['isHeld']>, Awaited<ReturnType<Lock['isHeld']>>
 agree<Resolved<native.NativeLock['holdCount']>, Awaited<ReturnType<Lock['holdCount']>>>(true);
 agree<Resolved<native.NativeLock['remainingLeaseMs']>, Awaited<ReturnType<Lock['remainingLeaseMs']>>>(true);
 agree<Resolved<native.NativeLock['forceUnlock']>, Awaited<ReturnType<Lock['forceUnlock']>>>(true);
+
+// A multi-lock's quorum is passed through.
+agree<Lock['quorum'] extends native.NativeLock['quorum'] ? true : false, true>(true);
+agree<Quorum extends Parameters<typeof native.multiLock>[1] ? true : false, true>(true);
+agree<Parameters<typeof native.multiLock>[0], Array<native.NativeLock>>(true);
 
 // The kind is the core's name of it: every public kind is a native one.
 agree<LockKind extends native.NativeLock['kind'] ? true : false, true>(true);
