@@ -3,7 +3,8 @@
 # (FERROLOCK_PROFILE=debug, the default, for the tests; release for the demo; the
 # Python extension is always a release build, pip's default):
 # the `ferrolock` CLI, the Rust worker, libferrolock + the C worker, the Python
-# binding into bindings-python/.venv and the Node addon. Installs missing tools.
+# binding into bindings-python/.venv, the Redisson interop driver and the Node
+# addon. Installs missing tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -28,6 +29,9 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker
 
 echo "== build: Python binding (bindings-python/.venv)"
 bash bindings-python/build.sh
+
+echo "== build: Redisson interop driver (Java, Redisson 4.7.0 from Maven Central)"
+bash tests/redisson/build.sh
 
 echo "== build: Node addon"
 (cd bindings-node && FERROLOCK_NODE_PROFILE="$profile" npm install --no-fund --no-audit --no-package-lock --loglevel=error)
