@@ -4,7 +4,7 @@
 # PREFIX, checks the header declares every function the library exports, compiles
 # the header as C11 and C++, runs the C test programs under AddressSanitizer +
 # UndefinedBehaviorSanitizer (each starts its own redis-server; sentinel.c also a
-# replica and a sentinel), four under
+# replica and a sentinel, redlock.c three servers), four under
 # valgrind memcheck, and builds + runs examples/legacy_job.c through
 # pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm on PATH.
 #
@@ -150,7 +150,7 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel; do
+for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel redlock; do
     check "asan-$t" run_asan "$t" || true
 done
 

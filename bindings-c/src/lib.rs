@@ -21,6 +21,8 @@
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
 //! - `lock`: `ferrolock_lock`: create (by kind), free, per-thread holders, acquire,
 //!   release, queries, tokens;
+//! - `multi`: `ferrolock_quorum` and `ferrolock_multilock_new()`, a lock over several
+//!   member handles (Redlock, MultiLock);
 //! - `lost`: lost holds and the on_lost callback;
 //! - `status`: `ferrolock_status`, `ferrolock_last_error()`, status names, version.
 
@@ -35,6 +37,7 @@ mod options;
 mod client;
 mod kind;
 mod lock;
+mod multi;
 mod lost;
 mod status;
 
@@ -42,5 +45,6 @@ pub use client::*;
 pub use options::*;
 pub use kind::*;
 pub use lock::*;
+pub use multi::*;
 pub use lost::*;
 pub use status::*;

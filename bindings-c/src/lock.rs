@@ -1,14 +1,17 @@
 //! Lock handles: create (by kind), free, acquire, release and query. C's holder is
 //! (handle, OS thread), like a recursive pthread mutex: a handle keeps one core
 //! `Lock`, with its own holder id, per thread that holds (or lost) it through it.
+//! A multi-lock handle (multi.rs) does the same: its core `Lock` for a thread is the
+//! core multi-lock over each member handle's core `Lock` for that thread.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
-use ferrolock::{AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions};
+use ferrolock::{AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions, Quorum};
 
 use crate::client::ferrolock_client;
 use crate::ffi::{self, answer, answer_new, arg, block_on, c_str, invalid, optional_millis, reclaim};
@@ -16,17 +19,41 @@ use crate::kind::{ferrolock_lock_kind, FerrolockLockKindArg};
 use crate::lost::LostSlot;
 use crate::status::ferrolock_status;
 
-/// A handle on one lock name. The holder is (this handle, the calling OS thread):
+/// A handle on one lock name, or on a multi-lock over several handles
+/// (`ferrolock_multilock_new()`). The holder is (this handle, the calling OS thread):
 /// like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
 pub struct ferrolock_lock {
+    /// Shared with the multi-lock handles made over this one, which keep it alive.
+    state: Arc<LockState>,
+}
+
+impl Deref for ferrolock_lock {
+    type Target = LockState;
+
+    fn deref(&self) -> &LockState {
+        &self.state
+    }
+}
+
+/// What a handle is; outlives the handle while multi-lock handles over it exist.
+/// Not part of the C API (C sees `ferrolock_lock` only).
+pub struct LockState {
+    /// The lock's client (a multi-lock: its first member's).
     pub(crate) client: Client,
+    /// The lock name (a multi-lock: its members' names joined by ",").
     pub(crate) name: String,
     pub(crate) name_c: CString,
-    /// A holder that never acquires: answers the holder-independent queries (and the kind).
-    base: Lock,
+    base: Base,
     /// This handle's holder for each thread that holds (or lost) the lock through it.
     threads: Mutex<HashMap<ThreadId, Lock>>,
     pub(crate) on_lost: Arc<LostSlot>,
+}
+
+enum Base {
+    /// A holder that never acquires: answers the holder-independent queries (and the kind).
+    One(Lock),
+    /// A multi-lock over these member handles.
+    Multi { members: Vec<Arc<LockState>>, quorum: Quorum },
 }
 
 const _: () = ffi::shared_between_threads::<ferrolock_lock>();
@@ -45,17 +72,61 @@ impl ferrolock_lock {
                  give FERROLOCK_LOCK_REENTRANT (0) or FERROLOCK_LOCK_FENCED (1)"
             ))
         })?;
-        Ok(ferrolock_lock {
-            base: client.lock_with(name.as_bytes(), LockOptions::kind(kind))?,
+        let state = LockState {
+            base: Base::One(client.lock_with(name.as_bytes(), LockOptions::kind(kind))?),
             client: client.clone(),
             name: name.to_string(),
             name_c: CString::new(name).map_err(|_| invalid("lock name contains a NUL byte"))?,
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
-        })
+        };
+        Ok(ferrolock_lock { state: Arc::new(state) })
     }
 
-    /// This thread's holder on this handle; created on first use when `create`.
+    /// A multi-lock handle over `members` (see multi.rs, which checks the arguments).
+    pub(crate) fn multi(members: &[&ferrolock_lock], quorum: Quorum) -> Result<Self, Error> {
+        let mut singles = Vec::with_capacity(members.len());
+        for (i, member) in members.iter().enumerate() {
+            match &member.base {
+                Base::One(base) => singles.push(base.clone()),
+                Base::Multi { .. } => {
+                    return Err(invalid(format!(
+                        "members[{i}] (\"{}\") is a multi-lock handle; a multi-lock's members must be \
+                         single lock handles",
+                        member.name
+                    )))
+                }
+            }
+            for (j, other) in members[..i].iter().enumerate() {
+                if Arc::ptr_eq(&member.state, &other.state) {
+                    return Err(invalid(format!(
+                        "members[{j}] and members[{i}] are the same handle (lock \"{}\"); give each \
+                         member once: one handle per Redis server",
+                        member.name
+                    )));
+                }
+            }
+        }
+        // The core checks the members as it would for every thread's multi-lock (the same
+        // client and name twice is refused), now rather than at the first acquire.
+        let probe = Lock::multi(singles, quorum)?;
+        let name = probe.name().to_string();
+        let state = LockState {
+            client: members[0].client.clone(),
+            name_c: CString::new(name.clone()).map_err(|_| invalid("lock name contains a NUL byte"))?,
+            name,
+            base: Base::Multi { members: members.iter().map(|m| m.state.clone()).collect(), quorum },
+            threads: Mutex::new(HashMap::new()),
+            on_lost: Arc::new(LostSlot::default()),
+        };
+        Ok(ferrolock_lock { state: Arc::new(state) })
+    }
+}
+
+impl LockState {
+    /// This thread's holder on this handle; created on first use when `create`. A
+    /// multi-lock handle's is the core multi-lock over its members' holders for
+    /// this thread (so a thread that holds the multi-lock re-enters a member).
     pub(crate) fn thread_lock(&self, create: bool) -> Result<Option<Lock>, Error> {
         let id = std::thread::current().id();
         let mut threads = lock_ignoring_poison(&self.threads);
@@ -65,15 +136,50 @@ impl ferrolock_lock {
         if !create {
             return Ok(None);
         }
-        let options = LockOptions {
-            kind: self.base.kind(),
-            holder_id: Some(self.client.new_holder_id()),
-            owner: None,
+        let lock = match &self.base {
+            Base::One(base) => {
+                let options = LockOptions {
+                    kind: base.kind(),
+                    holder_id: Some(self.client.new_holder_id()),
+                    owner: None,
+                };
+                self.client.lock_with(self.name.as_bytes(), options)?
+            }
+            Base::Multi { members, quorum } => {
+                let mut holders = Vec::with_capacity(members.len());
+                for member in members {
+                    member.client.check_process()?;
+                    holders.push(member.thread_lock(true)?.expect("created on demand"));
+                }
+                Lock::multi(holders, *quorum)?
+            }
         };
-        let lock = self.client.lock_with(self.name.as_bytes(), options)?;
         lock.set_on_lost(Some(self.lost_forwarder()));
         threads.insert(id, lock.clone());
         Ok(Some(lock))
+    }
+
+    /// Forgets this thread's holder once it neither holds nor has a loss to report
+    /// (a multi-lock handle: also its members' holders for this thread, when idle).
+    fn forget_if_idle(&self, holder: &Lock) {
+        if holder.local_hold_count() != 0 || holder.is_lost() {
+            return;
+        }
+        let id = std::thread::current().id();
+        {
+            let mut threads = lock_ignoring_poison(&self.threads);
+            match threads.get(&id) {
+                Some(l) if l.owner() == holder.owner() => {
+                    threads.remove(&id);
+                }
+                _ => return,
+            }
+        }
+        if let Base::Multi { members, .. } = &self.base {
+            for (member, member_holder) in members.iter().zip(holder.members()) {
+                member.forget_if_idle(member_holder);
+            }
+        }
     }
 
     /// Runs `call` on the server as `holder`, then forgets the holder for this thread
@@ -84,13 +190,7 @@ impl ferrolock_lock {
         T: Send,
     {
         let result = block_on(Some(&self.client), call(holder.clone()));
-        if holder.local_hold_count() == 0 && !holder.is_lost() {
-            let mut threads = lock_ignoring_poison(&self.threads);
-            let id = std::thread::current().id();
-            if threads.get(&id).is_some_and(|l| l.owner() == holder.owner()) {
-                threads.remove(&id);
-            }
-        }
+        self.forget_if_idle(&holder);
         result?
     }
 
@@ -103,6 +203,40 @@ impl ferrolock_lock {
         self.call_as(self.thread_lock(true)?.expect("created on demand"), call)
     }
 
+    /// The holder-independent handle of a single lock, for a call that reads or
+    /// changes one server (`what`); `InvalidArgument` for a multi-lock handle.
+    fn single(&self, what: &str) -> Result<&Lock, Error> {
+        match &self.base {
+            Base::One(base) => Ok(base),
+            Base::Multi { members, quorum } => Err(invalid(format!(
+                "{what}() does not apply to {}: it reads or changes one Redis server, and a \
+                 multi-lock spans {} (call it on each member handle instead)",
+                self.describe_multi(*quorum, members.len()),
+                members.len()
+            ))),
+        }
+    }
+
+    /// "redlock \"a,a,a\" (2 of 3 members needed)", or "lock \"a\"".
+    fn what(&self) -> String {
+        match &self.base {
+            Base::One(_) => format!("lock \"{}\"", self.name),
+            Base::Multi { members, quorum } => self.describe_multi(*quorum, members.len()),
+        }
+    }
+
+    fn describe_multi(&self, quorum: Quorum, n: usize) -> String {
+        let kind = match quorum {
+            Quorum::Majority => "redlock",
+            _ => "multi-lock",
+        };
+        format!("{kind} \"{}\" ({} of {n} members needed)", self.name, quorum.of(n))
+    }
+
+    pub(crate) fn is_multi(&self) -> bool {
+        matches!(self.base, Base::Multi { .. })
+    }
+
     /// A holder-independent query on the server.
     fn ask<T: Send>(&self, query: impl Future<Output = Result<T, Error>> + Send) -> Result<T, Error> {
         block_on(Some(&self.client), query)?
@@ -110,7 +244,18 @@ impl ferrolock_lock {
 
     /// This thread's token (fenced locks).
     fn token(&self) -> Result<u64, Error> {
-        if self.base.kind() != LockKind::Fenced {
+        let base = match &self.base {
+            Base::One(base) => base,
+            Base::Multi { members, quorum } => {
+                return Err(invalid(format!(
+                    "{} has no fencing token: tokens of independent servers do not compose into \
+                     one safe token; where a stale holder must never write, use a fenced lock \
+                     on one server",
+                    self.describe_multi(*quorum, members.len())
+                )))
+            }
+        };
+        if base.kind() != LockKind::Fenced {
             let how = "create it with ferrolock_fenced_lock_new() to get tokens";
             return Err(invalid(format!("lock \"{}\" is not a fenced lock; {how}", self.name)));
         }
@@ -196,6 +341,10 @@ pub unsafe extern "C" fn ferrolock_fenced_lock_new(
 /// until `ferrolock_client_free()`, or until its explicit lease runs out. After it
 /// returns, its on_lost callback is not running and will not be called again.
 ///
+/// A member of multi-lock handles (`ferrolock_multilock_new()`) may be freed before
+/// them: they keep what they need of it, and its holds (its own and those the
+/// multi-locks took through it) are released when the last of them is freed.
+///
 /// No other thread may use the handle during or after this call. Must not be called
 /// from the handle's own on_lost callback.
 #[no_mangle]
@@ -203,17 +352,26 @@ pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) {
     ffi!(void, {
         let Some(lock) = reclaim(lock, |l| &l.client) else { return Ok(()) };
         lock.set_callback(None);
-        let threads: Vec<Lock> = lock_ignoring_poison(&lock.threads).drain().map(|(_, l)| l).collect();
+        // The holds go with the state (`Drop for LockState`): now, unless multi-lock
+        // handles over this one still use it.
+        drop(lock);
+        Ok(())
+    })
+}
+
+impl Drop for LockState {
+    /// Releases every hold still taken through the handle (see `ferrolock_lock_free()`).
+    fn drop(&mut self) {
+        let threads: Vec<Lock> = lock_ignoring_poison(&self.threads).drain().map(|(_, l)| l).collect();
         let held: Vec<Lock> = threads.iter().filter(|l| l.local_hold_count() > 0).cloned().collect();
         if !held.is_empty() {
-            let _ = block_on(Some(&lock.client), async move {
+            let _ = block_on(Some(&self.client), async move {
                 for l in held {
                     let _ = l.release_all().await;
                 }
             });
         }
-        Ok(())
-    })
+    }
 }
 
 /// Acquires the lock for the calling thread. Re-entrant: a thread that already
@@ -235,6 +393,11 @@ pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) {
 ///         option on: no replica acknowledged the acquire within
 ///         `replica_ack_timeout_ms`, so it was undone and nothing is held; retrying
 ///         is safe); `FERROLOCK_ERR_INTERNAL`.
+///         A multi-lock handle (`ferrolock_multilock_new()`) returns
+///         `FERROLOCK_NOT_ACQUIRED` when too few members could be taken within
+///         `wait_ms`, and fails at once, with the status of its members' failure
+///         (`FERROLOCK_ERR_CONNECTION` when servers are down), when so many members
+///         failed that its quorum is out of reach; nothing is held then.
 ///
 /// Blocks the calling thread. Thread-safe.
 ///
@@ -253,6 +416,14 @@ pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_
         let hold = lock.call_as_thread(|h| async move { h.acquire_hold(options).await })?;
         match hold {
             Some(_) => Ok(()),
+            None if lock.is_multi() => Err(Error::new(
+                ErrorKind::NotAcquired,
+                format!(
+                    "{} was not acquired within {wait_ms} ms: too few of its members could be taken \
+                     (someone else holds them)",
+                    lock.what()
+                ),
+            )),
             None => Err(Error::new(
                 ErrorKind::NotAcquired,
                 format!("lock \"{}\" was not acquired within {wait_ms} ms: someone else holds it", lock.name),
@@ -274,6 +445,10 @@ pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_
 ///         After `FERROLOCK_ERR_CONNECTION` or `FERROLOCK_ERR_PERMISSION` this thread
 ///         still holds the level (see `ferrolock_lock_acquire()` on how holds end):
 ///         release again once Redis answers.
+///         A multi-lock handle releases the level on every member it took: a MultiLock
+///         (`FERROLOCK_QUORUM_ALL`) fails (`FERROLOCK_ERR_NOT_OWNER`, or the member's
+///         error) if any member was no longer held, a Redlock succeeds when a majority
+///         of its members was released.
 ///
 /// Blocks the calling thread. Thread-safe.
 #[no_mangle]
@@ -291,14 +466,16 @@ pub unsafe extern "C" fn ferrolock_lock_release(lock: *mut ferrolock_lock) -> fe
 /// @param out receives the answer.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CONNECTION`;
 ///         `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused the read; the message
-///         names the rule to add); `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+///         names the rule to add); `FERROLOCK_ERR_INVALID_ARGUMENT` (also for a
+///         multi-lock handle: this reads one server, ask each member handle);
+///         `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Blocks for one round-trip. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_lock_is_locked(lock: *mut ferrolock_lock, out: *mut bool) -> ferrolock_status {
     ffi!({
         let lock = lock_arg(lock)?;
-        answer(out, || lock.ask(lock.base.is_locked()))
+        answer(out, || lock.ask(lock.single("ferrolock_lock_is_locked")?.is_locked()))
     })
 }
 
@@ -311,6 +488,7 @@ pub unsafe extern "C" fn ferrolock_lock_is_locked(lock: *mut ferrolock_lock, out
 pub unsafe extern "C" fn ferrolock_lock_is_held(lock: *mut ferrolock_lock, out: *mut bool) -> ferrolock_status {
     ffi!({
         let lock = lock_arg(lock)?;
+        lock.single("ferrolock_lock_is_held")?;
         answer(out, || lock.call_as_thread(|h| async move { h.is_held().await }))
     })
 }
@@ -324,6 +502,7 @@ pub unsafe extern "C" fn ferrolock_lock_is_held(lock: *mut ferrolock_lock, out: 
 pub unsafe extern "C" fn ferrolock_lock_hold_count(lock: *mut ferrolock_lock, out: *mut u32) -> ferrolock_status {
     ffi!({
         let lock = lock_arg(lock)?;
+        lock.single("ferrolock_lock_hold_count")?;
         answer(out, || lock.call_as_thread(|h| async move { h.hold_count().await }))
     })
 }
@@ -337,7 +516,7 @@ pub unsafe extern "C" fn ferrolock_lock_hold_count(lock: *mut ferrolock_lock, ou
 pub unsafe extern "C" fn ferrolock_lock_remaining_lease_ms(lock: *mut ferrolock_lock, out: *mut i64) -> ferrolock_status {
     ffi!({
         let lock = lock_arg(lock)?;
-        answer(out, || match lock.ask(lock.base.remaining_lease())? {
+        answer(out, || match lock.ask(lock.single("ferrolock_lock_remaining_lease_ms")?.remaining_lease())? {
             None => Ok(-1),
             Some(left) => Ok(i64::try_from(left.as_millis()).unwrap_or(i64::MAX)),
         })
@@ -350,14 +529,15 @@ pub unsafe extern "C" fn ferrolock_lock_remaining_lease_ms(lock: *mut ferrolock_
 /// @param out_was_locked receives whether it was locked; may be NULL.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a
 ///         Redis ACL refused it; the message names the rule to add);
-///         `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_INVALID_ARGUMENT` (also for a multi-lock handle: force
+///         unlock each member handle); `FERROLOCK_ERR_INTERNAL`.
 ///
 /// Blocks for one round-trip. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_lock_force_unlock(lock: *mut ferrolock_lock, out_was_locked: *mut bool) -> ferrolock_status {
     ffi!({
         let lock = lock_arg(lock)?;
-        let was_locked = lock.ask(lock.base.force_unlock())?;
+        let was_locked = lock.ask(lock.single("ferrolock_lock_force_unlock")?.force_unlock())?;
         if let Some(out) = out_was_locked.as_mut() {
             *out = was_locked;
         }
@@ -370,7 +550,9 @@ pub unsafe extern "C" fn ferrolock_lock_force_unlock(lock: *mut ferrolock_lock, 
 /// @param out receives the token.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it
 ///         through this handle); `FERROLOCK_ERR_LOCK_LOST` (its hold was lost);
-///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, or not a fenced lock).
+///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, not a fenced lock, or a
+///         multi-lock handle: tokens of independent servers do not compose, so a
+///         multi-lock has none).
 ///
 /// Does not block (local view). Thread-safe.
 #[no_mangle]

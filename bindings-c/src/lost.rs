@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use ferrolock::LostCallback;
 
 use crate::ffi::answer;
-use crate::lock::{ferrolock_lock, lock_arg, lock_ignoring_poison};
+use crate::lock::{ferrolock_lock, lock_arg, lock_ignoring_poison, LockState};
 use crate::status::ferrolock_status;
 
 /// Called when a hold taken through a lock handle is lost. `name` is the lock name
@@ -28,7 +28,7 @@ thread_local! {
     static IN_CALLBACK: Cell<usize> = const { Cell::new(0) };
 }
 
-impl ferrolock_lock {
+impl LockState {
     /// The core callback of every per-thread holder: forwards to this handle's C callback.
     pub(crate) fn lost_forwarder(&self) -> LostCallback {
         let slot = self.on_lost.clone();
@@ -84,6 +84,11 @@ pub unsafe extern "C" fn ferrolock_lock_is_lost(lock: *mut ferrolock_lock, out: 
 /// `ferrolock_client_free()` for this lock's handle or client. Calling
 /// `ferrolock_lock_on_lost()` on its own handle from inside it is allowed (it does
 /// not wait for itself).
+///
+/// A multi-lock handle's hold is lost once fewer than its quorum of members are
+/// still held; its callback gets the members' names joined by ",". A member hold
+/// it took is also a hold of (member handle, thread), so the member handle's own
+/// callback is told when such a member hold is lost.
 ///
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock).
 #[no_mangle]

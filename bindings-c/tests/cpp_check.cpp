@@ -25,6 +25,10 @@ int main() {
     if (ferrolock_lock_new_kind(nullptr, "x", FERROLOCK_LOCK_FENCED, &lock) != FERROLOCK_ERR_INVALID_ARGUMENT ||
         lock != nullptr)
         return 1;
+    ferrolock_lock *members[] = {nullptr, nullptr};
+    if (ferrolock_multilock_new(members, 2, FERROLOCK_QUORUM_MAJORITY, &lock) != FERROLOCK_ERR_INVALID_ARGUMENT ||
+        lock != nullptr)
+        return 1;
     ferrolock_options opts;
     ferrolock_options_init(&opts);
     opts.connect_timeout_ms = 500;
