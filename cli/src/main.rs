@@ -1,17 +1,27 @@
 //! `ferrolock`: a distributed flock(1) on Redis, speaking Redisson's lock protocol.
 //!
 //! ```text
-//! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced]
+//! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced | --all]
 //!                           [--conflict-exit-code N] [--kill-after SECS] -- CMD [ARGS...]
 //! ferrolock [CONNECTION] status NAME [--json]
 //! ferrolock [CONNECTION] unlock --force NAME
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
-//! CONNECTION: [--url URL] [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS]
+//! CONNECTION: [--url URL]... [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS]
 //! ```
 //!
 //! The URL is `--url` (accepted before or after the subcommand), else `REDIS_URL`,
-//! else `redis://127.0.0.1:6379`. It is one of
+//! else `redis://127.0.0.1:6379`. Several URLs (`--url` repeated, or separated by
+//! commas in one value or in `REDIS_URL`) are independent masters: `run` takes a
+//! Redlock over them (one client per URL, the lock on a majority, N/2 + 1; `--all`:
+//! on every one, a MultiLock), `status` shows the lock on each, `unlock --force`
+//! breaks it on each. A master that does not answer counts against the quorum: with
+//! 1 of 3 down `run` still runs CMD (and warns), with 2 of 3 down it exits 69. No
+//! fencing token over several masters (`--fenced` is a usage error): tokens of
+//! independent servers do not compose. Redlock is not safe against everything: a
+//! master restarted without persistence before the lease ran out comes back empty,
+//! a server clock jumping forward expires the lock early, and a long pause outlives
+//! the hold (see the README's "When Redlock is not safe"). Each URL is one of
 //!
 //! - `redis://[user:password@]host[:port][/db]` or `rediss://...` (TLS): one server (a
 //!   cluster node given this way is used as the cluster's seed);
@@ -32,9 +42,9 @@
 //! |---|---|
 //! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free), `unlock` (locked or not) |
 //! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`) |
-//! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force` |
+//! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force`, `--fenced` with several URLs, a URL given twice |
 //! | 65 | the key at the lock name is not a lock |
-//! | 69 | Redis unavailable: refused, timed out, bad credentials |
+//! | 69 | Redis unavailable: refused, timed out, bad credentials (several URLs: fewer than the quorum answer) |
 //! | 70 | internal error |
 //! | 74 | `run`: the lock could not be released at the end (Redis down or refused it); it may stay held until its lease ends |
 //! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone |
@@ -47,6 +57,7 @@
 mod child;
 mod demo;
 mod exit;
+mod multi;
 mod run;
 mod signals;
 mod spinner;
@@ -59,7 +70,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use ferrolock::{AcquireOptions, LockKind};
+use ferrolock::{AcquireOptions, LockKind, Quorum};
 
 const ABOUT: &str = "A distributed flock(1) on Redis: run a command while holding a lock that \
 Redisson (Java) and ferrolock clients in Python, Node.js, C and Rust respect.";
@@ -72,6 +83,8 @@ Examples:
   ferrolock unlock --force deploy
   FERROLOCK_SENTINEL_PASSWORD=... ferrolock --url redis+sentinel://s1,s2,s3/mymaster \\
       run nightly-report -- ./report.sh
+  ferrolock --url redis://a:6379 --url redis://b:6379 --url redis://c:6379 \\
+      run nightly-report -- ./report.sh                 # a Redlock over three masters
 
 The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379. It is one of
   redis://[user:password@]host[:port][/db]          one server (rediss:// for TLS)
@@ -82,7 +95,16 @@ The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379. It is one 
                                                     a cluster (rediss+cluster:// for TLS)
 A Sentinel URL's user and password are the data nodes'. The sentinels' own password
 is read from $FERROLOCK_SENTINEL_PASSWORD: there is no option for it, since other
-users on the machine can see a command line.";
+users on the machine can see a command line.
+
+Several URLs (--url repeated, or comma-separated in one value or in $REDIS_URL) are
+independent masters, one client each: run takes a Redlock over them (a majority,
+N/2 + 1; --all: every one, a MultiLock), status shows the lock on each, unlock --force
+breaks it on each. A master that does not answer counts against the quorum. There is
+no fencing token over several masters (--fenced is refused). Redlock is not safe when
+a master restarts without persistence before the lease ran out (restart it only
+after the longest lease, or run it with appendonly yes + appendfsync always), when a
+server clock jumps forward, or when the holder pauses longer than the lease.";
 
 #[derive(Parser)]
 #[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
@@ -90,9 +112,10 @@ struct Cli {
     /// Redis URL: redis://[user:password@]host[:port][/db] (rediss:// for TLS),
     /// redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>] or
     /// redis+cluster://[user:password@]host:port[,host:port...] (see below)
-    /// [default: $REDIS_URL, else redis://127.0.0.1:6379]
-    #[arg(long, global = true, value_name = "URL")]
-    url: Option<String>,
+    /// [default: $REDIS_URL, else redis://127.0.0.1:6379]. Repeat it (or separate URLs
+    /// by commas) for several independent masters: a Redlock over them (see below)
+    #[arg(long, value_name = "URL")]
+    url: Vec<String>,
 
     /// Sentinel only: the user name for the sentinels themselves (the URL's user and
     /// password are the data nodes'). Their password comes from
@@ -146,11 +169,24 @@ has the lock (--replica-ack-timeout, 1 s by default): when none acknowledged it,
 the acquire is undone, CMD does not run and ferrolock exits 76 (retrying is safe);
 --no-replica-ack turns this off.
 
+With several URLs (--url repeated, or comma-separated in $REDIS_URL), the lock is a
+Redlock over those independent masters, one client each: it is held once a
+majority of them (N/2 + 1) is, within the lease minus the time spent acquiring,
+and lost (CMD gets SIGTERM, exit 75) once fewer than that are still held. --all
+needs every master (a MultiLock). A master that does not answer counts against the
+quorum: with 1 of 3 down CMD still runs (with a warning on stderr), with 2 of 3
+down (or any with --all) ferrolock exits 69 without running it. No fencing token:
+--fenced takes one URL. Redlock's limits: a master restarted without persistence
+before the lease ran out comes back empty and lets a second holder in (restart it
+only after the longest lease, or run it with appendonly yes + appendfsync always);
+a server clock jumping forward, or a pause longer than the lease, shortens the hold.
+
 Examples:
   ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
   ferrolock run --wait 30 -E 0 cron-job -- ./job.sh   # skip quietly if busy for 30 s
   ferrolock run --fenced ledger -- sh -c 'write --fence \"$FERROLOCK_TOKEN\"'
-  ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min";
+  ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min
+  ferrolock run --url redis://a --url redis://b --url redis://c job -- ./job.sh   # Redlock";
 
 /// Run CMD while holding lock NAME; exit with CMD's status.
 #[derive(Args)]
@@ -159,6 +195,9 @@ Examples:
     after_help = format!("{RUN_HELP}\n\n{}", exit::TABLE)
 )]
 struct RunArgs {
+    #[command(flatten)]
+    url: UrlArgs,
+
     /// Lock name (the Redis key; Redisson's RLock/RFencedLock of the same name excludes it too)
     name: OsString,
 
@@ -181,9 +220,14 @@ struct RunArgs {
     watchdog: Option<Duration>,
 
     /// Take the lock as a fenced lock: CMD gets its fencing token (strictly increasing
-    /// per lock name) in FERROLOCK_TOKEN
+    /// per lock name) in FERROLOCK_TOKEN. One URL only: a Redlock has no token
     #[arg(long)]
     fenced: bool,
+
+    /// With several URLs: take the lock on every one of them (a MultiLock) instead of a
+    /// majority (a Redlock); any master down then fails the run (exit 69)
+    #[arg(long, conflicts_with = "fenced")]
+    all: bool,
 
     /// Exit status when the lock was not acquired within --wait
     #[arg(short = 'E', long, value_name = "N", default_value_t = exit::CONFLICT as u8)]
@@ -207,6 +251,13 @@ hold count; the remaining lease; the number of clients subscribed to the lock's
 release channel (each client with at least one waiter counts once); the last
 fencing token handed out for NAME. Exits 0 whether the lock is held or free.
 
+With several URLs (a Redlock's masters), it shows that for each server, headed by
+its URL (password masked), after a line saying on how many it is held; a server
+that cannot be read shows its error, and the exit status is then that error's
+(69 when unreachable). --json then prints
+  {\"name\": \"deploy\", \"locked_on\": 2, \"servers\": [{\"url\": \"redis://a:6379\",
+   \"locked\": true, ...the fields below...}, {\"url\": \"redis://c:6379\", \"error\": \"...\"}]}
+
 --json prints one line:
   {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1}],
    \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
@@ -217,6 +268,9 @@ Examples:
   ferrolock status deploy
   ferrolock status deploy --json | jq .holders")]
 struct StatusArgs {
+    #[command(flatten)]
+    url: UrlArgs,
+
     /// Lock name
     name: OsString,
 
@@ -230,11 +284,16 @@ struct StatusArgs {
 #[command(after_help = "\
 The holder loses the lock: a `ferrolock run` holder sends SIGTERM to its command
 and exits 75; other ferrolock and Redisson clients report the hold as lost. Prints
-`unlocked NAME` or `NAME was not locked` and exits 0 either way.
+`unlocked NAME` or `NAME was not locked` and exits 0 either way. With several URLs
+it unlocks NAME on each (`unlocked NAME on URL`), and exits with the first failure's
+status if a server could not be reached.
 
 Example:
   ferrolock status deploy && ferrolock unlock --force deploy")]
 struct UnlockArgs {
+    #[command(flatten)]
+    url: UrlArgs,
+
     /// Lock name
     name: OsString,
 
@@ -252,6 +311,9 @@ The workers connect with the URL alone: the Sentinel options are not used here.
 Example:
   ferrolock demo --seconds 5")]
 struct DemoArgs {
+    #[command(flatten)]
+    url: UrlArgs,
+
     /// How long the demo runs, in seconds (1 to 3600)
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     seconds: u64,
@@ -297,6 +359,16 @@ fn parse_watchdog(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--url` after the subcommand. Not a global option: clap would let the values after
+/// the subcommand replace those before it, and several URLs must add up.
+#[derive(Args)]
+struct UrlArgs {
+    /// Redis URL (see `ferrolock --help`); repeat it for several independent masters
+    /// (a Redlock). Adds to the --url given before the subcommand
+    #[arg(long = "url", value_name = "URL")]
+    urls: Vec<String>,
+}
+
 /// Parses the command line; usage errors exit 2 with the `ferrolock:` prefix.
 fn parse() -> Cli {
     match Cli::try_parse() {
@@ -324,11 +396,26 @@ fn main() {
         ));
         std::process::exit(exit::USAGE);
     }
+    let mut urls = cli.url;
+    urls.extend(match &cli.command {
+        Command::Run(args) => args.url.urls.clone(),
+        Command::Status(args) => args.url.urls.clone(),
+        Command::Unlock(args) => args.url.urls.clone(),
+        Command::Demo(args) => args.url.urls.clone(),
+    });
     let code = match cli.command {
         // The demo runs its own runtime, and its own server when no URL is given.
-        Command::Demo(args) => demo::run(target::given(cli.url).map(|t| t.url), args.seconds, args.workers),
+        Command::Demo(args) => {
+            let mut targets = target::given(urls);
+            if targets.len() > 1 {
+                exit::say("demo takes one URL (the workers share one server), not several");
+                exit::USAGE
+            } else {
+                demo::run(targets.pop().map(|t| t.url), args.seconds, args.workers)
+            }
+        }
         command => match target::SentinelSettings::from_env(cli.sentinel_username, !cli.no_replica_ack, cli.replica_ack_timeout) {
-            Ok(sentinel) => dispatch(target::resolve(cli.url, sentinel), command),
+            Ok(sentinel) => dispatch(target::resolve(urls, sentinel), command),
             Err(message) => {
                 exit::say(&message);
                 exit::USAGE
@@ -340,7 +427,7 @@ fn main() {
     std::process::exit(code);
 }
 
-fn dispatch(target: target::Target, command: Command) -> i32 {
+fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
     if let Command::Unlock(UnlockArgs { force: false, .. }) = command {
         exit::say(unlock::WHY_FORCE);
         eprintln!("\nUsage: ferrolock unlock --force <NAME>");
@@ -355,6 +442,10 @@ fn dispatch(target: target::Target, command: Command) -> i32 {
     // A bad name is a usage error, found before connecting (or waiting for a server).
     if let Err(e) = ferrolock::validate::lock_name(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str())) {
         exit::say(e.message());
+        return exit::USAGE;
+    }
+    if let Some(message) = multi_usage(&targets, &command) {
+        exit::say(&message);
         return exit::USAGE;
     }
     // Before anything else: from here on no signal can kill us with the lock held.
@@ -385,15 +476,41 @@ fn dispatch(target: target::Target, command: Command) -> i32 {
                     acquire: AcquireOptions { wait, lease: args.lease },
                     watchdog: args.watchdog,
                     kind: if args.fenced { LockKind::Fenced } else { LockKind::Reentrant },
+                    quorum: if args.all { Quorum::All } else { Quorum::Majority },
                     conflict_exit_code: i32::from(args.conflict_exit_code),
                     kill_after: args.kill_after,
                     command: args.command,
                 };
-                run::run(target, plan, signals.expect("installed above")).await
+                run::run(targets, plan, signals.expect("installed above")).await
             }
-            Command::Status(args) => status::run(target, &args.name, args.json).await,
-            Command::Unlock(args) => unlock::run(target, &args.name).await,
+            Command::Status(args) => status::run(targets, &args.name, args.json).await,
+            Command::Unlock(args) => unlock::run(targets, &args.name).await,
             Command::Demo(_) => unreachable!("the demo is dispatched in main"),
         }
     })
+}
+
+/// Usage errors of several URLs, found before connecting: a URL given twice (it would
+/// count twice towards the quorum), and a fencing token asked of a Redlock.
+fn multi_usage(targets: &[target::Target], command: &Command) -> Option<String> {
+    for (i, target) in targets.iter().enumerate() {
+        if target.url.is_empty() {
+            return Some(format!("an empty URL in the list from {}", target.source));
+        }
+        if targets[..i].iter().any(|other| other.url == target.url) {
+            return Some(format!(
+                "URL {} is given twice; a Redlock's masters must be independent servers, each given once",
+                target::redact(&target.url)
+            ));
+        }
+    }
+    match command {
+        Command::Run(args) if args.fenced && targets.len() > 1 => Some(format!(
+            "--fenced takes one URL, not {}: a Redlock has no fencing token (tokens of independent \
+             servers do not compose into one safe token); where a stale holder must never write, use \
+             a fenced lock on one server",
+            targets.len()
+        )),
+        _ => None,
+    }
 }

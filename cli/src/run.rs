@@ -4,13 +4,13 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock, LockKind, LockOptions};
+use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock, LockKind, LockOptions, Quorum};
 use tokio::time::Instant;
 
 use crate::signals::{self, Signal, Signals};
 use crate::spinner::Spinner;
 use crate::target::{self, Target};
-use crate::{child, exit};
+use crate::{child, exit, multi};
 
 /// How often the spinner's holder and lease are re-read while waiting.
 const STATUS_REFRESH: Duration = Duration::from_millis(500);
@@ -21,36 +21,55 @@ pub struct Plan {
     pub watchdog: Option<Duration>,
     /// Which lock to take (`--fenced`: a fenced lock, whose token CMD gets).
     pub kind: LockKind,
+    /// With several URLs: a majority of them (a Redlock) or all (`--all`, a MultiLock).
+    pub quorum: Quorum,
     pub conflict_exit_code: i32,
     pub kill_after: Option<Duration>,
     pub command: Vec<OsString>,
 }
 
-pub async fn run(target: Target, plan: Plan, mut signals: Signals) -> i32 {
+pub async fn run(targets: Vec<Target>, plan: Plan, mut signals: Signals) -> i32 {
     if let Err(code) = child::check(&plan.command[0]) {
         return code;
     }
+    if targets.len() > 1 {
+        return run_multi(&targets, plan, signals).await;
+    }
+    let target = &targets[0];
     let client = tokio::select! {
-        connected = target::connect(&target, plan.watchdog) => match connected {
+        connected = target::connect(target, plan.watchdog) => match connected {
             Ok(client) => client,
             Err(code) => return code,
         },
         signal = signals.recv() => return gave_up(signal, &plan.name),
     };
-    let code = hold_and_run(&client, &plan, &mut signals).await;
+    let code = match client.lock_with(std::os::unix::ffi::OsStrExt::as_bytes(plan.name.as_os_str()), LockOptions::kind(plan.kind)) {
+        Ok(lock) => hold_and_run(&lock, &client, &plan, &mut signals).await,
+        Err(e) => exit::fail(&e),
+    };
     // Also settles an acquire abandoned by a signal: nothing stays held.
     let _ = client.shutdown().await;
     code
 }
 
-async fn hold_and_run(client: &Client, plan: &Plan, signals: &mut Signals) -> i32 {
-    use std::os::unix::ffi::OsStrExt;
-    let name = plan.name.as_bytes();
-    let lock = match client.lock_with(name, LockOptions::kind(plan.kind)) {
-        Ok(lock) => lock,
-        Err(e) => return exit::fail(&e),
+/// Several URLs: a Redlock (or MultiLock) over one client per URL.
+async fn run_multi(targets: &[Target], plan: Plan, mut signals: Signals) -> i32 {
+    let members = tokio::select! {
+        connected = multi::connect(targets, &plan.name, plan.quorum, plan.watchdog) => match connected {
+            Ok(members) => members,
+            Err(code) => return code,
+        },
+        signal = signals.recv() => return gave_up(signal, &plan.name),
     };
-    let guard = match acquire(&lock, plan, signals).await {
+    let code = hold_and_run(&members.lock, &members.clients[0], &plan, &mut signals).await;
+    members.shutdown().await;
+    code
+}
+
+/// Takes `lock` (a single lock of `client`, or a multi-lock whose first member's
+/// client is `client`) and runs CMD under it.
+async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut Signals) -> i32 {
+    let guard = match acquire(lock, plan, signals).await {
         Ok(guard) => guard,
         Err(code) => return code,
     };
@@ -112,7 +131,8 @@ impl LeaseBound {
 /// means). Any other failure leaves the lock held until its lease ends: that is said
 /// on stderr (followed by `what_else`) and is `Err(NOT_RELEASED)`.
 async fn release(guard: Guard, lease: &LeaseBound, what_else: &str) -> Result<Option<ferrolock::Error>, i32> {
-    let name = guard.lock().name().to_string();
+    let lock = guard.lock();
+    let name = lock.members().first().unwrap_or(lock).name().to_string();
     match guard.release().await {
         Ok(_) => Ok(None),
         Err(e) if e.kind() == ErrorKind::LockLost => Ok(Some(e)),
@@ -131,11 +151,14 @@ async fn release(guard: Guard, lease: &LeaseBound, what_else: &str) -> Result<Op
 
 /// Waits for the lock, with the spinner on a terminal. `Err` carries the exit code.
 async fn acquire(lock: &Lock, plan: &Plan, signals: &mut Signals) -> Result<Guard, i32> {
-    let spinner = Spinner::start(lock.name());
+    let shown = plan.name.to_string_lossy();
+    let spinner = Spinner::start(&shown);
     let refresh = async {
         let Some(spinner) = &spinner else { return std::future::pending::<()>().await };
+        // A multi-lock's first member stands for it (its status reads one server).
+        let one = lock.members().first().unwrap_or(lock);
         loop {
-            if let Ok(status) = lock.status().await {
+            if let Ok(status) = one.status().await {
                 spinner.show(status);
             }
             tokio::time::sleep(STATUS_REFRESH).await;
@@ -165,14 +188,19 @@ async fn acquire(lock: &Lock, plan: &Plan, signals: &mut Signals) -> Result<Guar
 
 async fn report_conflict(lock: &Lock, plan: &Plan) {
     let waited = plan.acquire.wait.unwrap_or_default().as_secs_f64();
-    let holder = match lock.status().await {
+    let one = lock.members().first().unwrap_or(lock);
+    let holder = match one.status().await {
         Ok(status) => match status.holders.first() {
             Some(holder) => format!(" (held by {})", holder.owner),
             None => String::new(),
         },
         Err(_) => String::new(),
     };
-    exit::say(&format!("lock \"{}\" is busy{holder}; not acquired within {waited} s", lock.name()));
+    let what = match lock.quorum() {
+        Some(quorum) => format!("{} \"{}\" over {} servers", multi::kind(quorum), plan.name.to_string_lossy(), lock.members().len()),
+        None => format!("lock \"{}\"", lock.name()),
+    };
+    exit::say(&format!("{what} is busy{holder}; not acquired within {waited} s"));
 }
 
 fn gave_up(signal: Signal, name: &OsString) -> i32 {

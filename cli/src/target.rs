@@ -1,5 +1,5 @@
-//! Which Redis to talk to (one server, a master behind Sentinel, or a Cluster), and
-//! connecting to it.
+//! Which Redis to talk to (one server, a master behind Sentinel, or a Cluster; or
+//! several independent masters for a Redlock), and connecting to it.
 
 use std::ffi::OsStr;
 use std::future::Future;
@@ -29,6 +29,7 @@ pub struct Target {
 }
 
 /// Settings that apply behind Sentinel only (a `redis+sentinel://` URL); unused otherwise.
+#[derive(Clone)]
 pub struct SentinelSettings {
     /// --sentinel-username: the user name for the sentinels themselves.
     pub username: Option<String>,
@@ -62,30 +63,81 @@ impl SentinelSettings {
     }
 }
 
-/// The URL given with --url or in REDIS_URL (an empty REDIS_URL counts as unset).
-pub fn given(flag: Option<String>) -> Option<Target> {
-    let target = |url, source| Target { url, source, sentinel: SentinelSettings::default() };
-    if let Some(url) = flag {
-        return Some(target(url, "--url"));
+/// The URLs given with --url (repeatable) or in REDIS_URL (an empty REDIS_URL counts
+/// as unset); several URLs in one value are separated by commas (see [`split_urls`]).
+pub fn given(flag: Vec<String>) -> Vec<Target> {
+    let targets = |urls: &[String], source| {
+        urls.iter()
+            .flat_map(|u| split_urls(u))
+            .map(|url| Target { url, source, sentinel: SentinelSettings::default() })
+            .collect()
+    };
+    if !flag.is_empty() {
+        return targets(&flag, "--url");
     }
     match std::env::var("REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(target(url, "REDIS_URL")),
-        _ => None,
+        Ok(url) if !url.is_empty() => targets(&[url], "REDIS_URL"),
+        _ => Vec::new(),
     }
 }
 
-/// --url, else REDIS_URL, else the local default; with the Sentinel settings.
-pub fn resolve(flag: Option<String>, sentinel: SentinelSettings) -> Target {
-    let target = given(flag).unwrap_or_else(|| Target {
-        url: DEFAULT_URL.to_string(),
-        source: "the default",
-        sentinel: SentinelSettings::default(),
-    });
-    Target { sentinel, ..target }
+/// --url, else REDIS_URL, else the local default; with the Sentinel settings. More
+/// than one: independent masters, for a Redlock (or a MultiLock).
+pub fn resolve(flag: Vec<String>, sentinel: SentinelSettings) -> Vec<Target> {
+    let mut targets = given(flag);
+    if targets.is_empty() {
+        targets.push(Target { url: DEFAULT_URL.to_string(), source: "the default", sentinel: SentinelSettings::default() });
+    }
+    targets.into_iter().map(|t| Target { sentinel: sentinel.clone(), ..t }).collect()
+}
+
+/// Several URLs in one value: split at each comma that starts another URL (a
+/// `scheme://`), so that the commas inside a Sentinel or Cluster URL's host list stay.
+pub fn split_urls(value: &str) -> Vec<String> {
+    let starts_url = |rest: &str| {
+        rest.split_once("://").is_some_and(|(scheme, _)| {
+            let scheme = scheme.trim_start();
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+    };
+    let mut urls: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for (i, part) in value.split(',').enumerate() {
+        if i > 0 && starts_url(part) {
+            urls.push(std::mem::take(&mut current));
+        } else if i > 0 {
+            current.push(',');
+        }
+        current.push_str(part);
+    }
+    urls.push(current);
+    if urls.len() > 1 {
+        for url in &mut urls {
+            *url = url.trim().to_string();
+        }
+    }
+    urls
 }
 
 /// Connects, or reports why not and returns the exit code.
 pub async fn connect(target: &Target, watchdog: Option<Duration>) -> Result<Client, i32> {
+    try_connect(target, watchdog).await.map_err(|e| report(target, &e))
+}
+
+/// Reports a failed connect to `target` and returns its exit code.
+pub fn report(target: &Target, e: &ferrolock::Error) -> i32 {
+    if e.kind() == ErrorKind::InvalidArgument {
+        // Core never echoes the URL; naming it (redacted) and its source helps find the typo.
+        exit::say(&format!("{} (URL {} from {})", e.message(), redact(&target.url), target.source));
+        exit::USAGE
+    } else {
+        exit::fail(e)
+    }
+}
+
+/// Connects to `target` with the CLI's settings.
+pub async fn try_connect(target: &Target, watchdog: Option<Duration>) -> ferrolock::Result<Client> {
     let mut builder = Client::builder(target.url.clone()).connect_timeout(CONNECT_TIMEOUT);
     if let Some(lease) = watchdog {
         builder = builder.watchdog_timeout(lease);
@@ -101,15 +153,21 @@ pub async fn connect(target: &Target, watchdog: Option<Duration>) -> Result<Clie
     if let Some(timeout) = sentinel.replica_ack_timeout {
         builder = builder.replica_ack_timeout(timeout);
     }
-    builder.connect().await.map_err(|e| {
-        if e.kind() == ErrorKind::InvalidArgument {
-            // Core never echoes the URL; naming it (redacted) and its source helps find the typo.
-            exit::say(&format!("{} (URL {} from {})", e.message(), redact(&target.url), target.source));
-            exit::USAGE
-        } else {
-            exit::fail(&e)
-        }
-    })
+    builder.connect().await
+}
+
+/// Connects to every target at once: each one's client, or why not, in order.
+pub async fn connect_all(targets: &[Target], watchdog: Option<Duration>) -> Vec<ferrolock::Result<Client>> {
+    let mut tasks = Vec::with_capacity(targets.len());
+    for target in targets {
+        let target = Target { url: target.url.clone(), source: target.source, sentinel: target.sentinel.clone() };
+        tasks.push(tokio::spawn(async move { try_connect(&target, watchdog).await }));
+    }
+    let mut clients = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        clients.push(task.await.unwrap_or_else(|e| Err(ferrolock::Error::new(ErrorKind::Internal, format!("connect task failed: {e}")))));
+    }
+    clients
 }
 
 /// One call on lock `name` from a client of its own: connects, runs `call` on a handle
@@ -120,12 +178,28 @@ where
     F: Future<Output = ferrolock::Result<T>>,
 {
     let client = connect(target, None).await?;
+    Ok(call_on(&client, name, call).await)
+}
+
+/// Like [`with_lock`], with a failed connect as its error (said nowhere).
+pub async fn try_with_lock<T, F>(target: &Target, name: &OsStr, call: impl FnOnce(Lock) -> F) -> ferrolock::Result<T>
+where
+    F: Future<Output = ferrolock::Result<T>>,
+{
+    let client = try_connect(target, None).await?;
+    call_on(&client, name, call).await
+}
+
+async fn call_on<T, F>(client: &Client, name: &OsStr, call: impl FnOnce(Lock) -> F) -> ferrolock::Result<T>
+where
+    F: Future<Output = ferrolock::Result<T>>,
+{
     let result = match client.lock(name.as_bytes()) {
         Ok(lock) => call(lock).await,
         Err(e) => Err(e),
     };
     let _ = client.shutdown().await;
-    Ok(result)
+    result
 }
 
 /// The URL with its password (userinfo, or a `pass`/`password` query parameter) masked.
@@ -167,7 +241,22 @@ pub fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{redact, split_urls};
+
+    #[test]
+    fn splits_several_urls_but_not_host_lists() {
+        assert_eq!(split_urls("redis://a:1"), ["redis://a:1"]);
+        assert_eq!(split_urls("redis://a:1,redis://b:2, rediss://:pw@c:3"), ["redis://a:1", "redis://b:2", "rediss://:pw@c:3"]);
+        assert_eq!(split_urls("redis+cluster://h1:7000,h2:7001"), ["redis+cluster://h1:7000,h2:7001"]);
+        assert_eq!(
+            split_urls("redis+sentinel://h1,h2/m,redis+sentinel://h3,h4/m"),
+            ["redis+sentinel://h1,h2/m", "redis+sentinel://h3,h4/m"]
+        );
+        // Malformed lists stay one (malformed) URL, for the connect to refuse as before.
+        assert_eq!(split_urls("redis+sentinel://:pw@h:1,,h:2/m"), ["redis+sentinel://:pw@h:1,,h:2/m"]);
+        assert_eq!(split_urls("redis+cluster://h:7000,"), ["redis+cluster://h:7000,"]);
+        assert_eq!(split_urls("redis://a:1,"), ["redis://a:1,"]);
+    }
 
     #[test]
     fn hides_passwords() {
