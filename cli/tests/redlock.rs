@@ -247,3 +247,32 @@ fn several_urls_usage_errors_exit_2() {
     let out = finish(&mut ferrolock(&["run", "--help"]));
     assert!(out.stdout.contains("--all") && out.stdout.contains("Redlock") && out.stdout.contains("persistence"), "{out:?}");
 }
+
+/// A `ferrolock run` holding a Redlock over 5 masters keeps another Redlock out;
+/// killed with SIGKILL (no release), its hold ends with its lease and the other
+/// gets the lock then — not before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_keeps_the_redlock_until_its_lease_ends() {
+    use ferrolock::{AcquireOptions, Client, Lock, Quorum};
+    let servers: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let mut holder = Holder::start(&url_args(&urls), &["--watchdog", "2"], "rl:killed");
+    holder.wait_ready().await;
+    assert!(held_on(&servers, "rl:killed").await >= 3);
+    let mut members = Vec::new();
+    for url in &urls {
+        members.push(Client::connect(url.clone()).await.unwrap().lock("rl:killed").unwrap());
+    }
+    let other = Lock::multi(members, Quorum::Majority).unwrap();
+    assert!(other.try_acquire().await.unwrap().is_none(), "no majority while the holder runs");
+    let mut child = holder.child.take().unwrap();
+    child.kill().unwrap(); // SIGKILL: no release, no watchdog from here on
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let guard = other.acquire_with(AcquireOptions::wait(Duration::from_secs(20))).await.unwrap();
+    let waited = killed.elapsed();
+    assert!(guard.is_some(), "acquired once the killed holder's lease ran out");
+    // The lease was 2 s, renewed every 0.67 s: at least ~1.3 s of it was left.
+    assert!(waited >= Duration::from_millis(1_000), "not before the lease ended: {waited:?}");
+    guard.unwrap().release().await.unwrap();
+}
