@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{channel_of, eventually, free_port, keys, numsub, target_binary, RedisServer, ScratchDir};
+use ferrolock_harness::{channel_of, eventually, finish, free_port, keys, numsub, target_binary, Finished, RedisServer, ScratchDir};
 
 /// A directory for the files the commands write. Dropping it also creates `stop`,
 /// which ends every holding script still running (they give up after a minute anyway).
@@ -86,27 +86,7 @@ fn sh(script: &str) -> Vec<String> {
     vec!["sh".into(), "-c".into(), script.into()]
 }
 
-struct Finished {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
-impl std::fmt::Debug for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-/// Runs to completion (commands that end by themselves).
-fn finish_now(cmd: &mut Command) -> Finished {
-    let out = cmd.output().unwrap();
-    Finished {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// A `ferrolock` running in the background; SIGKILLed if a test fails before it ends.
 struct Running {
@@ -157,7 +137,7 @@ impl Drop for Running {
 }
 
 async fn status_json(server: &RedisServer, name: &str) -> serde_json::Value {
-    let out = finish_now(&mut ferrolock(server, &["status", name, "--json"]));
+    let out = finish(&mut ferrolock(server, &["status", name, "--json"]));
     assert_eq!(out.code, 0, "{out:?}");
     serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("status --json printed {:?}: {e}", out.stdout))
 }
@@ -172,15 +152,15 @@ async fn assert_nothing_locked(server: &RedisServer) {
 #[tokio::test]
 async fn cmd_exit_status_passes_through() {
     let server = RedisServer::start();
-    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("echo hello; exit 0")));
+    let out = finish(&mut run_cmd(&server, &[], "pass", &sh("echo hello; exit 0")));
     assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "hello\n", ""), "{out:?}");
-    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("exit 3")));
+    let out = finish(&mut run_cmd(&server, &[], "pass", &sh("exit 3")));
     assert_eq!(out.code, 3, "{out:?}");
     // Died of a signal: 128 + N, as shells report it.
-    let out = finish_now(&mut run_cmd(&server, &[], "pass", &sh("kill -KILL $$")));
+    let out = finish(&mut run_cmd(&server, &[], "pass", &sh("kill -KILL $$")));
     assert_eq!(out.code, 137, "{out:?}");
     // Without `--`, everything after the first word of CMD belongs to CMD.
-    let out = finish_now(ferrolock(&server, &["run", "pass", "sh", "-c", "echo \"$1\"", "sh", "--wait"]).arg("x"));
+    let out = finish(ferrolock(&server, &["run", "pass", "sh", "-c", "echo \"$1\"", "sh", "--wait"]).arg("x"));
     assert_eq!((out.code, out.stdout.as_str()), (0, "--wait\n"), "{out:?}");
     assert_nothing_locked(&server).await;
     let mut conn = server.raw().await;
@@ -191,15 +171,15 @@ async fn cmd_exit_status_passes_through() {
 async fn cmd_not_found_127_not_executable_126() {
     let server = RedisServer::start();
     let scratch = Scratch::new();
-    let out = finish_now(&mut run_cmd(&server, &[], "nf", &["ferrolock-no-such-command".to_string()]));
+    let out = finish(&mut run_cmd(&server, &[], "nf", &["ferrolock-no-such-command".to_string()]));
     assert_eq!(out.code, 127, "{out:?}");
     assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("not found"), "{out:?}");
     let plain = scratch.path("plain.sh");
     std::fs::write(&plain, "#!/bin/sh\necho no\n").unwrap();
-    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[plain]));
+    let out = finish(&mut run_cmd(&server, &[], "nf", &[plain]));
     assert_eq!(out.code, 126, "{out:?}");
     assert!(out.stderr.contains("not executable"), "{out:?}");
-    let out = finish_now(&mut run_cmd(&server, &[], "nf", &[scratch.dir.path().display().to_string()]));
+    let out = finish(&mut run_cmd(&server, &[], "nf", &[scratch.dir.path().display().to_string()]));
     assert_eq!(out.code, 126, "{out:?}");
     assert_nothing_locked(&server).await;
 }
@@ -226,7 +206,7 @@ fn usage_errors_exit_2() {
     ];
     for (args, mentions) in cases {
         // Nothing listens here: a usage error must be reported before any connection.
-        let out = finish_now(Command::new(&bin).args(*args).env("REDIS_URL", "redis://127.0.0.1:1"));
+        let out = finish(Command::new(&bin).args(*args).env("REDIS_URL", "redis://127.0.0.1:1"));
         assert_eq!(out.code, 2, "ferrolock {args:?}: {out:?}");
         assert!(out.stderr.starts_with("ferrolock: "), "ferrolock {args:?}: {out:?}");
         assert!(out.stderr.contains(mentions), "ferrolock {args:?} should mention {mentions}: {out:?}");
@@ -236,19 +216,19 @@ fn usage_errors_exit_2() {
 #[test]
 fn help_and_version() {
     let bin = target_binary("ferrolock");
-    let out = finish_now(Command::new(&bin).arg("--help"));
+    let out = finish(Command::new(&bin).arg("--help"));
     assert_eq!(out.code, 0, "{out:?}");
     for needle in ["run", "status", "unlock", "REDIS_URL", "Examples", "Exit status", "69", "74", "75", "77", "127"] {
         assert!(out.stdout.contains(needle), "--help lacks {needle}: {out:?}");
     }
     for sub in ["run", "status", "unlock", "demo"] {
-        let out = finish_now(Command::new(&bin).args([sub, "--help"]));
+        let out = finish(Command::new(&bin).args([sub, "--help"]));
         assert_eq!(out.code, 0, "{sub} --help: {out:?}");
         assert!(out.stdout.contains("Example"), "{sub} --help has no examples: {out:?}");
     }
-    let out = finish_now(Command::new(&bin).args(["status", "--help"]));
+    let out = finish(Command::new(&bin).args(["status", "--help"]));
     assert!(out.stdout.contains("-1") && out.stdout.contains("remaining_lease_ms"), "{out:?}");
-    let out = finish_now(Command::new(&bin).arg("--version"));
+    let out = finish(Command::new(&bin).arg("--version"));
     assert_eq!((out.code, out.stdout.trim()), (0, concat!("ferrolock ", env!("CARGO_PKG_VERSION"))), "{out:?}");
 }
 
@@ -260,7 +240,7 @@ fn unreachable_server_exits_69_fast_without_showing_the_password() {
     let runs: [&[&str]; 3] = [&["run", "x", "--", "true"], &["status", "x"], &["unlock", "--force", "x"]];
     for args in runs {
         let started = Instant::now();
-        let out = finish_now(Command::new(&bin).arg("--url").arg(&url).args(args).env_remove("REDIS_URL"));
+        let out = finish(Command::new(&bin).arg("--url").arg(&url).args(args).env_remove("REDIS_URL"));
         assert_eq!(out.code, 69, "{args:?}: {out:?}");
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", started.elapsed());
         assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("cannot connect"), "{out:?}");
@@ -268,7 +248,7 @@ fn unreachable_server_exits_69_fast_without_showing_the_password() {
         assert!(!out.stderr.contains("s3cret") && !out.stdout.contains("s3cret"), "{out:?}");
     }
     // A malformed URL is a usage error; it is echoed with the password masked.
-    let out = finish_now(Command::new(&bin).args(["status", "x", "--url", "redis://user:s3cret@127.0.0.1:99999"]));
+    let out = finish(Command::new(&bin).args(["status", "x", "--url", "redis://user:s3cret@127.0.0.1:99999"]));
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("redis://user:***@127.0.0.1:99999") && !out.stderr.contains("s3cret"), "{out:?}");
 }
@@ -286,23 +266,23 @@ async fn conflict_exits_1_or_the_conflict_exit_code() {
     let marker = scratch.path("second-ran");
     let second = sh(&format!("echo ran > {marker}"));
     for (options, code) in [(&["--wait", "0"][..], 1), (&["-n"][..], 1), (&["--wait", "0", "--conflict-exit-code", "9"][..], 9)] {
-        let out = finish_now(&mut run_cmd(&server, options, "busy", &second));
+        let out = finish(&mut run_cmd(&server, options, "busy", &second));
         assert_eq!(out.code, code, "{options:?}: {out:?}");
         // Quiet like flock(1) when stderr is not a terminal.
         assert_eq!(out.stderr, "", "{options:?}");
     }
     let started = Instant::now();
-    let out = finish_now(&mut run_cmd(&server, &["--wait", "0.3", "-E", "4"], "busy", &second));
+    let out = finish(&mut run_cmd(&server, &["--wait", "0.3", "-E", "4"], "busy", &second));
     assert_eq!(out.code, 4, "{out:?}");
     assert!(started.elapsed() >= Duration::from_millis(300), "gave up after {:?}", started.elapsed());
-    let out = finish_now(&mut run_cmd(&server, &["--wait", "0.3"], "busy", &second));
+    let out = finish(&mut run_cmd(&server, &["--wait", "0.3"], "busy", &second));
     assert_eq!(out.code, 1, "{out:?}");
     assert!(scratch.read("second-ran").is_none(), "CMD ran without the lock");
 
     scratch.stop();
     let out = holder.finish(Duration::from_secs(10)).await;
     assert_eq!(out.code, 0, "{out:?}");
-    let out = finish_now(&mut run_cmd(&server, &["-n"], "busy", &second));
+    let out = finish(&mut run_cmd(&server, &["-n"], "busy", &second));
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(scratch.read("second-ran").as_deref(), Some("ran"));
     assert_nothing_locked(&server).await;
@@ -318,7 +298,7 @@ async fn lost_lock_sends_sigterm_to_cmd_and_exits_75() {
     let holder = Running::start(&mut run_cmd(&server, &["--watchdog", "0.3"], "lost", &script));
     scratch.wait_for("ready").await;
 
-    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
+    let out = finish(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
     assert_eq!((out.code, out.stdout.as_str()), (0, "unlocked lost\n"), "{out:?}");
     let out = holder.finish(Duration::from_secs(10)).await;
     assert_eq!(out.code, 75, "{out:?}");
@@ -326,7 +306,7 @@ async fn lost_lock_sends_sigterm_to_cmd_and_exits_75() {
     assert!(out.stderr.contains("SIGTERM"), "{out:?}");
     assert_eq!(scratch.read("got").as_deref(), Some("TERM"));
 
-    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
+    let out = finish(&mut ferrolock(&server, &["unlock", "--force", "lost"]));
     assert_eq!((out.code, out.stdout.as_str()), (0, "lost was not locked\n"), "{out:?}");
     assert_nothing_locked(&server).await;
 }
@@ -413,14 +393,14 @@ async fn fenced_runs_get_increasing_tokens() {
     let mut tokens = Vec::new();
     for i in 0..3 {
         let file = scratch.path(&format!("token{i}"));
-        let out = finish_now(&mut run_cmd(&server, &["--fenced"], "fenced", &sh(&format!("echo $FERROLOCK_TOKEN > {file}"))));
+        let out = finish(&mut run_cmd(&server, &["--fenced"], "fenced", &sh(&format!("echo $FERROLOCK_TOKEN > {file}"))));
         assert_eq!(out.code, 0, "{out:?}");
         tokens.push(scratch.read(&format!("token{i}")).unwrap().parse::<u64>().unwrap());
     }
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "tokens {tokens:?}");
     // Without --fenced there is no token.
     let file = scratch.path("plain");
-    let out = finish_now(&mut run_cmd(&server, &[], "fenced", &sh(&format!("echo ${{FERROLOCK_TOKEN-unset}} > {file}"))));
+    let out = finish(&mut run_cmd(&server, &[], "fenced", &sh(&format!("echo ${{FERROLOCK_TOKEN-unset}} > {file}"))));
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(scratch.read("plain").as_deref(), Some("unset"));
     assert_eq!(status_json(&server, "fenced").await["last_token"], serde_json::json!(tokens[2]));
@@ -454,7 +434,7 @@ async fn status_while_held_and_when_free() {
     assert_eq!(held["waiters"], 1, "{held}");
     assert_eq!(held["last_token"], 1, "{held}");
 
-    let text = finish_now(&mut ferrolock(&server, &["status", "st"]));
+    let text = finish(&mut ferrolock(&server, &["status", "st"]));
     assert_eq!(text.code, 0, "{text:?}");
     for needle in ["held", holders[0]["owner"].as_str().unwrap(), "count 1", "s left", "last token"] {
         assert!(text.stdout.contains(needle), "status lacks {needle}: {text:?}");
@@ -470,7 +450,7 @@ async fn status_while_held_and_when_free() {
         free,
         serde_json::json!({"name": "st", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1})
     );
-    let text = finish_now(&mut ferrolock(&server, &["status", "st"]));
+    let text = finish(&mut ferrolock(&server, &["status", "st"]));
     assert_eq!(text.code, 0, "{text:?}");
     assert!(text.stdout.contains("free"), "{text:?}");
     assert_nothing_locked(&server).await;
@@ -493,7 +473,7 @@ async fn force_unlock_wakes_a_waiting_run_promptly() {
     .await;
 
     let started = Instant::now();
-    let out = finish_now(&mut ferrolock(&server, &["unlock", "--force", "wake"]));
+    let out = finish(&mut ferrolock(&server, &["unlock", "--force", "wake"]));
     assert_eq!((out.code, out.stdout.as_str()), (0, "unlocked wake\n"), "{out:?}");
     let out = waiter.finish(Duration::from_secs(5)).await;
     assert_eq!(out.code, 0, "{out:?}");
@@ -511,12 +491,12 @@ async fn force_unlock_wakes_a_waiting_run_promptly() {
 #[tokio::test]
 async fn a_key_that_is_not_a_lock_is_refused() {
     let server = RedisServer::start();
-    let out = finish_now(&mut run_cmd(&server, &["--fenced"], "typed", &sh("true")));
+    let out = finish(&mut run_cmd(&server, &["--fenced"], "typed", &sh("true")));
     assert_eq!(out.code, 0, "{out:?}");
     // The token counter is a plain string key: not a lock.
     let counter = "redisson_lock_token:{typed}";
     for args in [&["status", counter][..], &["unlock", "--force", counter], &["run", "-n", counter, "--", "true"]] {
-        let out = finish_now(&mut ferrolock(&server, args));
+        let out = finish(&mut ferrolock(&server, args));
         assert_eq!(out.code, 65, "{args:?}: {out:?}");
         assert!(out.stderr.starts_with("ferrolock: "), "{out:?}");
         assert!(out.stderr.contains("not a lock") || out.stderr.contains("another type"), "{out:?}");
@@ -540,14 +520,14 @@ async fn acl_refusal_exits_77_and_names_the_rule() {
     let scratch = Scratch::new();
     // Reading the lease needs PTTL.
     let url = acl_user(&server, "nopttl", &["on", ">pw", "~*", "&*", "+@all", "-pttl"]).await;
-    let out = finish_now(&mut ferrolock(&server, &["--url", &url, "status", "perm"]));
+    let out = finish(&mut ferrolock(&server, &["--url", &url, "status", "perm"]));
     assert_eq!(out.code, 77, "{out:?}");
     assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("+pttl"), "{out:?}");
 
     // The lock scripts need HINCRBY: nothing is taken, CMD does not run.
     let url = acl_user(&server, "limited", &["on", ">pw", "~*", "&*", "+@all", "-hincrby"]).await;
     let marker = scratch.path("ran");
-    let out = finish_now(ferrolock(&server, &["--url", &url, "run", "perm", "--", "sh", "-c"]).arg(format!("echo ran > {marker}")));
+    let out = finish(ferrolock(&server, &["--url", &url, "run", "perm", "--", "sh", "-c"]).arg(format!("echo ran > {marker}")));
     assert_eq!(out.code, 77, "{out:?}");
     assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("+hincrby"), "{out:?}");
     assert!(out.stderr.contains("perm"), "the message names the lock: {out:?}");

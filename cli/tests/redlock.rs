@@ -8,19 +8,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use ferrolock_harness::{eventually, keys, RedisServer, ScratchDir};
+use ferrolock_harness::{eventually, finish, keys, Finished, RedisServer, ScratchDir};
 
-struct Finished {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
 
 /// `ferrolock ARGS` with no inherited REDIS_URL or Sentinel password.
 fn ferrolock(args: &[&str]) -> Command {
@@ -32,14 +21,6 @@ fn ferrolock(args: &[&str]) -> Command {
     cmd
 }
 
-fn finish(cmd: &mut Command) -> Finished {
-    let out = cmd.output().unwrap();
-    Finished {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// `--url U` for each server's URL.
 fn url_args(urls: &[String]) -> Vec<String> {
@@ -105,12 +86,7 @@ impl Holder {
 
     fn stop(mut self) -> Finished {
         std::fs::write(self.dir.join("stop"), "").unwrap();
-        let out = self.child.take().unwrap().wait_with_output().unwrap();
-        Finished {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        self.child.take().unwrap().wait_with_output().unwrap().into()
     }
 }
 

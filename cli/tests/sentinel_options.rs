@@ -10,22 +10,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ferrolock_harness::{eventually, free_port, keys, RedisServer, ScratchDir, SentinelOptions, SentinelSet};
+use ferrolock_harness::{eventually, finish, free_port, keys, Finished, RedisServer, ScratchDir, SentinelOptions, SentinelSet};
 
 const URL_PASSWORD: &str = "s3cret-data-pw";
 const SENTINEL_PASSWORD: &str = "s3cret-sentinel-pw";
 
-struct Finished {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Finished {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
 
 /// `ferrolock ARGS` with `REDIS_URL=url` and no inherited Sentinel password.
 fn ferrolock(url: &str, args: &[&str]) -> Command {
@@ -37,14 +26,6 @@ fn ferrolock(url: &str, args: &[&str]) -> Command {
     cmd
 }
 
-fn finish(cmd: &mut Command) -> Finished {
-    let out = cmd.output().unwrap();
-    Finished {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// Nothing ferrolock printed holds a password.
 fn assert_no_secret(out: &Finished, what: &str) {

@@ -584,3 +584,31 @@ pub fn target_binary(name: &str) -> PathBuf {
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
+
+/// How a finished process ended: exit code (-1 for a signal) and its output.
+pub struct Finished {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl std::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+impl From<std::process::Output> for Finished {
+    fn from(out: std::process::Output) -> Finished {
+        Finished {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `cmd` to its end (for commands that end by themselves).
+pub fn finish(cmd: &mut Command) -> Finished {
+    cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}")).into()
+}
