@@ -15,18 +15,10 @@ import redis.asyncio
 import ferrolock
 import ferrolock.aio
 from conftest import WATCHDOG
+from helpers import eventually
 
 TASKS = 8
 INCREMENTS = 100
-
-
-async def eventually(predicate: Callable[[], Awaitable[bool]], timeout: float = 5.0, what: str = "condition") -> None:
-    """Polls an async predicate until it holds; fails after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 async def no_subscriptions(client: ferrolock.aio.Client) -> bool:

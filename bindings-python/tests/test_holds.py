@@ -278,12 +278,12 @@ def test_a_released_asyncio_lock_object_is_collectable(url: str, client2: ferrol
         assert await lock.acquire()
         # The task's end is watched only while it holds (no pile-up of callbacks
         # on a long-lived task that uses many lock objects).
-        assert lock._holders[task].watch is not None
+        assert lock._slots[task].watch is not None
         async with lock:
             pass
-        assert lock._holders[task].watch is not None
+        assert lock._slots[task].watch is not None
         await lock.release()
-        assert lock._holders[task].watch is None
+        assert lock._slots[task].watch is None
         async with lock.hold(timeout=5):
             pass
         await asyncio.create_task(lock.acquire())  # another task, which ends holding ...

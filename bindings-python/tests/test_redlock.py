@@ -5,12 +5,12 @@ killed, lost holds, validation."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
-import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ import redis
 import ferrolock
 import ferrolock.aio
 from conftest import WATCHDOG, check_client_clean
-from helpers import RedisServer, free_port, wait_until
+from helpers import RedisServer, eventually, free_port, wait_until
 
 N = 3
 # Short, so that a killed server fails a member fast (well within a hold's validity).
@@ -55,28 +55,30 @@ def _assert_clean(servers: list[RedisServer]) -> None:
             r.close()
 
 
-@pytest.fixture(scope="module")
-def trio() -> Iterator[list[RedisServer]]:
-    """Three independent redis-servers, kept running for the module."""
-    servers = _start(N)
+@contextlib.contextmanager
+def _running(n: int) -> Iterator[list[RedisServer]]:
+    """``n`` redis-servers, checked clean (:func:`_assert_clean`) and stopped at the end."""
+    servers = _start(n)
     try:
         yield servers
         _assert_clean(servers)
     finally:
         for s in servers:
             s.stop()
+
+
+@pytest.fixture(scope="module")
+def trio() -> Iterator[list[RedisServer]]:
+    """Three independent redis-servers, kept running for the module."""
+    with _running(N) as servers:
+        yield servers
 
 
 @pytest.fixture
 def doomed() -> Iterator[list[RedisServer]]:
     """Three redis-servers of this test alone (it may kill some)."""
-    servers = _start(N)
-    try:
+    with _running(N) as servers:
         yield servers
-        _assert_clean(servers)
-    finally:
-        for s in servers:
-            s.stop()
 
 
 class Clients:
@@ -469,14 +471,6 @@ def test_lost_when_keys_deleted_on_two_of_three(clients: Clients, trio: list[Red
 
 # ---------------------------------------------------------------------------
 # asyncio.
-
-
-async def eventually(predicate: Callable[[], Awaitable[bool]], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def test_asyncio(trio: list[RedisServer], name: str) -> None:

@@ -50,7 +50,7 @@ threads or tasks that end while holding, are reported there as warnings).
 # The package: this facade; _client.py, _lock.py and _multi.py (each concept's
 # base class, shared with its asyncio twin, and the blocking classes); aio.py (the asyncio
 # classes on the same bases); _holds.py (the lock objects a client keeps alive
-# while they hold); _errors.py; and _native, the Rust extension (src/: one
+# while they hold); _scope.py (``with`` and ``async with``); _errors.py; and _native, the Rust extension (src/: one
 # Client and one Holder class, each call as `x` and its asyncio twin `x_async`).
 
 from __future__ import annotations

@@ -3,15 +3,33 @@ share (:class:`_ClientBase`), and the blocking :class:`Client`."""
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
 from . import _native
 from ._holds import _HeldLocks, logger
 from ._lock import Lock, OnLost
+from ._scope import _Scoped
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
+_CONNECT_OPTIONS = (
+    "url",
+    "watchdog_timeout",
+    "response_timeout",
+    "connect_timeout",
+    "retry_window",
+    "drift_factor",
+    "sentinel_username",
+    "sentinel_password",
+    "replica_ack",
+    "replica_ack_timeout",
+)
+"""The arguments of :class:`Client` and :meth:`ferrolock.aio.Client.connect`, as
+the native ``connect`` and ``connect_async`` take them."""
+
+
+def _connect_options(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The native connect's keyword arguments, picked from ``arguments``: the
+    ``locals()`` of :class:`Client` or :meth:`ferrolock.aio.Client.connect`."""
+    return {name: arguments[name] for name in _CONNECT_OPTIONS}
 
 
 class _ClientBase:
@@ -49,7 +67,7 @@ class _ClientBase:
         return f"<{self._PUBLIC_NAME} id={self.id}>"
 
 
-class Client(_ClientBase):
+class Client(_ClientBase, _Scoped):
     """A connection to one Redis deployment, shared by all locks made from it.
 
     ``url`` names the deployment, in one of three forms:
@@ -107,20 +125,7 @@ class Client(_ClientBase):
         replica_ack: bool = True,
         replica_ack_timeout: float = 1.0,
     ) -> None:
-        super().__init__(
-            _native.Client.connect(
-                url,
-                watchdog_timeout,
-                response_timeout,
-                connect_timeout,
-                retry_window,
-                drift_factor=drift_factor,
-                sentinel_username=sentinel_username,
-                sentinel_password=sentinel_password,
-                replica_ack=replica_ack,
-                replica_ack_timeout=replica_ack_timeout,
-            )
-        )
+        super().__init__(_native.Client.connect(**_connect_options(locals())))
         logger.debug("ferrolock client %s connected", self._native.id)
 
     def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
@@ -147,13 +152,5 @@ class Client(_ClientBase):
             self._held.clear()
         logger.debug("ferrolock client %s closed", self._native.id)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _exit(self) -> None:
         self.close()

@@ -1,6 +1,9 @@
-"""Locks: what :class:`Lock` and its asyncio twin :class:`ferrolock.aio.Lock`
-share (:class:`_LockBase`: holder identity, loss reporting, the properties), and
-the blocking :class:`Lock`."""
+"""Locks: what every lock object shares, single or multi, blocking or asyncio
+(:class:`_Holdable`: a slot per caller, the clients keeping it alive while it
+holds, loss reporting); what the blocking ones share (:class:`_ThreadHeld`: a
+slot per thread, acquire, release, ``hold``, ``with``); what :class:`Lock` and
+its asyncio twin :class:`ferrolock.aio.Lock` share (:class:`_LockBase`: one
+client and name, the properties); and the blocking :class:`Lock`."""
 
 from __future__ import annotations
 
@@ -8,13 +11,13 @@ import contextlib
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from . import _native
 from ._errors import InvalidArgumentError, LockTimeoutError
-from ._holds import _caller_ended, logger
+from ._holds import _caller_ended, _HeldLocks, logger
+from ._scope import _Scoped
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -38,26 +41,115 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-class _Losable(Protocol):
-    """What a lost hold is reported to: a :class:`_LockBase` or a multi-lock."""
+class _Slot:
+    """A caller's (thread's or task's) native holder, or the one shared holder of a
+    ``holder_id``; for a multi-lock, also its members' holders for that same caller
+    (in member order)."""
+
+    __slots__ = ("holder", "members")
+
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder] = ()) -> None:
+        self.holder = holder
+        self.members = tuple(members)
+
+
+class _Holdable:
+    """What every lock object shares, single or multi, blocking or asyncio: a
+    :class:`_Slot` per caller, the clients keeping the object alive while it
+    holds, and loss reporting.
+
+    Subclasses say how a caller finds its slot (``_init_callers``, ``_lookup``,
+    ``_remember``: :class:`_ThreadHeld`, :class:`ferrolock.aio._TaskHeld`) and
+    how its native holder is made (``_new_holder``: a single lock or a
+    multi-lock), and call :meth:`_track` after every acquire and release, so
+    that the clients keep this object alive exactly while one of its holders
+    holds."""
+
+    _PUBLIC_NAME: ClassVar[str]
+    """The class as the user knows it, for ``repr`` and messages."""
+    _members: tuple[_Holdable, ...] = ()
+    """A multi-lock's member locks (none for a single lock)."""
+    _probe: _native.Holder
+    """Answers questions about the lock as a whole."""
+
+    def __init__(self, on_lost: Callable[[Self], object] | None) -> None:
+        self._init_callers()
+        self._on_lost = on_lost
+        self._ref: weakref.ReferenceType[_Holdable] = weakref.ref(self)
+        self._dispatch = _lost_dispatcher(self._ref)
+        self._shared: _Slot | None = None
+        """The slot of every caller (``holder_id``), if any."""
+        self._helds: tuple[_HeldLocks, ...] = ()
+        """The clients' records of the lock objects that hold."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The lock name."""
+        return self._probe.name
 
-    def _settle(self) -> None: ...
+    def _init_callers(self) -> None:
+        """Makes the (empty) map from callers to their slots."""
+        raise NotImplementedError
 
-    def _notify_lost(self) -> None: ...
+    def _lookup(self, strict: bool) -> _Slot | None:
+        """The caller's slot, if any; ``strict`` raises when there is no caller identity."""
+        raise NotImplementedError
+
+    def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
+        """Makes and keeps the caller's slot."""
+        raise NotImplementedError
+
+    def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
+        """A new native holder for the caller, and its members' holders for the caller."""
+        raise NotImplementedError
+
+    def _slot(self) -> _Slot:
+        """The caller's slot, made on first use."""
+        if self._shared is not None:
+            return self._shared
+        slot = self._lookup(strict=True)
+        if slot is None:
+            holder, members = self._new_holder()
+            holder.set_on_lost(self._dispatch)
+            slot = self._remember(holder, members)
+        return slot
+
+    def _current(self) -> _native.Holder | None:
+        """The caller's holder if it has one (never makes it)."""
+        slot = self._shared if self._shared is not None else self._lookup(strict=False)
+        return None if slot is None else slot.holder
+
+    def _track(self, slot: _Slot) -> None:
+        """After an acquire or release through ``slot``: the clients keep the members
+        and this object alive while they hold."""
+        for member, holder in zip(self._members, slot.members):
+            member._keep(holder)
+        self._keep(slot.holder)
+
+    def _keep(self, holder: _native.Holder) -> None:
+        for held in self._helds:
+            held.track(self, holder)
+
+    def _settle(self) -> None:
+        """After a loss: the clients forget the holders of this object that hold no more."""
+        for held in self._helds:
+            held.settle(self)
+
+    def _notify_lost(self: Self) -> None:
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def _timed_out(self, timeout: float | None) -> LockTimeoutError:
+        """The error of a ``hold(timeout)`` that did not acquire in time."""
+        raise NotImplementedError
 
 
-_L = TypeVar("_L", bound=_Losable)
-
-
-def _lost_dispatcher(ref: weakref.ReferenceType[_L]) -> Callable[[str], None]:
-    """The native on-lost hook: logs the loss, lets the client forget the lost
+def _lost_dispatcher(ref: weakref.ReferenceType[_Holdable]) -> Callable[[str], None]:
+    """The native on-lost hook: logs the loss, lets the clients forget the lost
     hold (:class:`ferrolock._holds._HeldLocks`) and calls the lock's ``on_lost``.
 
     Holds the lock object only weakly, so a lock object is not kept alive by its
-    own holders (while it holds, its client keeps it alive).
+    own holders (while it holds, its clients keep it alive).
     """
 
     def dispatch(message: str) -> None:
@@ -74,18 +166,81 @@ def _lost_dispatcher(ref: weakref.ReferenceType[_L]) -> Callable[[str], None]:
     return dispatch
 
 
-class _LockBase(Generic[_C]):
-    """What :class:`Lock` and :class:`ferrolock.aio.Lock` share.
+class _ThreadSlot(_Slot):
+    """A thread's slot in a blocking lock object's ``threading.local``. Its
+    finalisation, when the thread ends, reports a hold the thread left behind."""
+
+    __slots__ = ("_lock", "_thread", "_pid")
+
+    def __init__(
+        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
+    ) -> None:
+        super().__init__(holder, members)
+        self._lock = lock
+        self._thread = threading.current_thread().name
+        self._pid = os.getpid()
+
+    def __del__(self) -> None:
+        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
+
+
+class _ThreadHeld(_Holdable, _Scoped):
+    """What the blocking lock objects (:class:`Lock`, :class:`ferrolock.RedLock`,
+    :class:`ferrolock.MultiLock`) share: a slot per thread, and acquire, release,
+    :meth:`hold` and ``with``."""
+
+    def _init_callers(self) -> None:
+        self._local = threading.local()
+
+    def _lookup(self, strict: bool) -> _Slot | None:
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        return slot
+
+    def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
+        slot = _ThreadSlot(holder, members, self._ref)
+        self._local.slot = slot
+        return slot
+
+    def _acquire(self, blocking: bool, timeout: float | None, lease: float | None) -> bool:
+        wait = _wait_seconds(blocking, timeout)
+        slot = self._slot()
+        try:
+            return slot.holder.acquire(wait, lease)
+        finally:
+            self._track(slot)
+
+    def _release(self) -> None:
+        slot = self._slot()
+        try:
+            slot.holder.release()
+        finally:
+            self._track(slot)
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Self]:
+        """Context manager that acquires (waiting at most ``timeout`` seconds, None =
+        forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        if not self._acquire(True, timeout, lease):
+            raise self._timed_out(timeout)
+        try:
+            yield self
+        finally:
+            self._release()
+
+    def _enter(self) -> None:
+        self._acquire(True, -1, None)
+
+    def _exit(self) -> None:
+        self._release()
+
+
+class _LockBase(_Holdable, Generic[_C]):
+    """What :class:`Lock` and :class:`ferrolock.aio.Lock` share: one lock (one
+    client, one name).
 
     Holder identity: one native holder per caller (thread or task), created on
     first use, or one shared holder for every caller when an explicit
-    ``holder_id`` is given. Subclasses say how a caller finds its holder
-    (``_lookup``/``_remember``), and call :meth:`_track` after every acquire and
-    release, so that the client keeps this object alive exactly while one of its
-    holders holds."""
-
-    _PUBLIC_NAME: ClassVar[str]
-    """The class as the user knows it, for ``repr``."""
+    ``holder_id`` is given."""
 
     def __init__(
         self,
@@ -100,74 +255,26 @@ class _LockBase(Generic[_C]):
         name (``"reentrant"``, ``"fenced"``); made by ``client.lock(name)`` and
         ``client.fenced_lock(name)``, whose docs say what ``on_lost`` and
         ``holder_id`` do."""
-        self._init_callers()
+        super().__init__(on_lost)
         self._client = client
-        self._on_lost = on_lost
         self._native_client = client._native
-        self._held = client._held
-        self._ref: weakref.ReferenceType[_LockBase[_C]] = weakref.ref(self)
-        self._dispatch = _lost_dispatcher(self._ref)
+        self._helds = (client._held,)
         # Validates the name and the kind now; answers questions about the lock as a whole.
         self._probe = self._native_client.holder(name, kind, holder_id)
-        self._shared: _native.Holder | None = None
         if holder_id is not None:
             self._probe.set_on_lost(self._dispatch)
-            self._shared = self._probe
+            self._shared = _Slot(self._probe)
 
-    def _notify_lost(self: Self) -> None:
-        if self._on_lost is not None:
-            self._on_lost(self)
-
-    def _track(self, holder: _native.Holder) -> None:
-        """After an acquire or release through ``holder``: the client keeps this
-        object alive while ``holder`` holds."""
-        self._held.track(self, holder)
-
-    def _settle(self) -> None:
-        """After a loss: the client forgets the holders of this object that hold no more."""
-        self._held.settle(self)
-
-    def _init_callers(self) -> None:
-        """Makes the (empty) map from callers to their holders."""
-        raise NotImplementedError
-
-    def _lookup(self, strict: bool) -> _native.Holder | None:
-        """The caller's holder, if any; ``strict`` raises when there is no caller identity."""
-        raise NotImplementedError
-
-    def _remember(self, holder: _native.Holder) -> None:
-        raise NotImplementedError
-
-    def _holder(self) -> _native.Holder:
-        """The caller's holder, created on first use."""
-        if self._shared is not None:
-            return self._shared
-        holder = self._lookup(strict=True)
-        if holder is None:
-            holder = self._native_client.holder(self._probe.name, self._probe.kind, None)
-            holder.set_on_lost(self._dispatch)
-            self._remember(holder)
-        return holder
-
-    def _current(self) -> _native.Holder | None:
-        """The caller's holder if it has one (never creates it)."""
-        if self._shared is not None:
-            return self._shared
-        return self._lookup(strict=False)
+    def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
+        return self._native_client.holder(self._probe.name, self._probe.kind, None), ()
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
-        """The error of a ``hold(timeout)`` that did not acquire in time."""
         return LockTimeoutError(f'lock "{self.name}" was not acquired within {timeout} s; it is held by another holder')
 
     @property
     def client(self) -> _C:
         """The client this lock was made from."""
         return self._client
-
-    @property
-    def name(self) -> str:
-        """The lock name."""
-        return self._probe.name
 
     @property
     def kind(self) -> str:
@@ -197,23 +304,7 @@ class _LockBase(Generic[_C]):
         return f"<{self._PUBLIC_NAME} {kind} {self.name!r}>"
 
 
-class _ThreadSlot:
-    """A thread's holder in a :class:`Lock`'s ``threading.local``. Its
-    finalisation, when the thread ends, reports a hold the thread left behind."""
-
-    __slots__ = ("holder", "_lock", "_thread", "_pid")
-
-    def __init__(self, holder: _native.Holder, lock: weakref.ReferenceType[Any]) -> None:
-        self.holder = holder
-        self._lock = lock
-        self._thread = threading.current_thread().name
-        self._pid = os.getpid()
-
-    def __del__(self) -> None:
-        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
-
-
-class Lock(_LockBase["Client"]):
+class Lock(_LockBase["Client"], _ThreadHeld):
     """A distributed re-entrant lock: a :class:`threading.RLock` across processes.
 
     The holder is (this object, the calling thread): a thread may re-enter and
@@ -229,16 +320,6 @@ class Lock(_LockBase["Client"]):
 
     _PUBLIC_NAME = "ferrolock.Lock"
 
-    def _init_callers(self) -> None:
-        self._local = threading.local()
-
-    def _lookup(self, strict: bool) -> _native.Holder | None:
-        slot: _ThreadSlot | None = getattr(self._local, "slot", None)
-        return None if slot is None else slot.holder
-
-    def _remember(self, holder: _native.Holder) -> None:
-        self._local.slot = _ThreadSlot(holder, self._ref)
-
     def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
         """Acquires the lock for the calling thread, with :class:`threading.RLock` semantics.
 
@@ -248,12 +329,7 @@ class Lock(_LockBase["Client"]):
         while held. The GIL is released while waiting, and Ctrl-C interrupts the
         wait (leaving nothing held).
         """
-        wait = _wait_seconds(blocking, timeout)
-        holder = self._holder()
-        try:
-            return holder.acquire(wait, lease)
-        finally:
-            self._track(holder)
+        return self._acquire(blocking, timeout, lease)
 
     def release(self) -> None:
         """Releases one level of the calling thread's hold.
@@ -261,22 +337,7 @@ class Lock(_LockBase["Client"]):
         Raises :class:`NotOwnedError` if this thread does not hold the lock through
         this object, and :class:`LockLostError` if its hold was lost meanwhile.
         """
-        holder = self._holder()
-        try:
-            holder.release()
-        finally:
-            self._track(holder)
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Lock]:
-        """Context manager that acquires (waiting at most ``timeout`` seconds, None =
-        forever) or raises :class:`LockTimeoutError`, and releases on exit."""
-        if not self.acquire(True, timeout, lease=lease):
-            raise self._timed_out(timeout)
-        try:
-            yield self
-        finally:
-            self.release()
+        self._release()
 
     def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis). :class:`WrongTypeError` if
@@ -302,15 +363,3 @@ class Lock(_LockBase["Client"]):
         """Deletes the lock whoever holds it and wakes a waiter. True if it was
         locked. The holder finds its hold lost (``on_lost``, :attr:`lost`)."""
         return self._probe.force_unlock()
-
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()

@@ -12,19 +12,14 @@ The lock logic (rounds, validity, quorum, loss) is the core's (``Lock::multi``).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
-import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from types import TracebackType
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from . import _native
 from ._client import Client
 from ._errors import InvalidArgumentError, LockTimeoutError
-from ._holds import _caller_ended, _HeldLocks
-from ._lock import Lock, _LockBase, _lost_dispatcher, _wait_seconds
+from ._holds import _HeldLocks
+from ._lock import Lock, _Holdable, _LockBase, _ThreadHeld
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -32,27 +27,14 @@ if TYPE_CHECKING:
 _M = TypeVar("_M", bound="_LockBase[Any]")
 
 
-class _MultiSlot:
-    """A caller's (thread's or task's) native multi-lock holder, and its members'
-    holders for that caller (in member order)."""
-
-    __slots__ = ("holder", "members")
-
-    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
-        self.holder = holder
-        self.members = tuple(members)
-
-
-class _MultiLockBase(Generic[_M]):
+class _MultiLockBase(_Holdable, Generic[_M]):
     """What the blocking and the asyncio multi-locks share.
 
     Subclasses say which locks they take (``_MEMBER``, a blocking or an asyncio
     lock class), what quorum they need (``_QUORUM``: ``"majority"`` or
-    ``"all"``), and how a caller finds its :class:`_MultiSlot`
-    (``_lookup``/``_remember``)."""
+    ``"all"``), and how a caller finds its slot (:class:`ferrolock._lock._ThreadHeld`,
+    :class:`ferrolock.aio._TaskHeld`)."""
 
-    _PUBLIC_NAME: ClassVar[str]
-    """The class as the user knows it, for ``repr`` and messages."""
     _QUORUM: ClassVar[str]
     """The native quorum: ``"majority"`` or ``"all"``."""
     _MEMBER: ClassVar[type[_LockBase[Any]]]
@@ -62,20 +44,18 @@ class _MultiLockBase(Generic[_M]):
 
     def __init__(self, locks: Iterable[_M], *, on_lost: Callable[[Self], object] | None = None) -> None:
         members = self._check_members(locks)
+        super().__init__(on_lost)
         self._members: tuple[_M, ...] = tuple(members)
-        self._on_lost = on_lost
         # Every member client keeps this object alive while it holds.
         helds: list[_HeldLocks] = []
         for member in members:
-            if not any(h is member._held for h in helds):
-                helds.append(member._held)
+            for held in member._helds:
+                if not any(h is held for h in helds):
+                    helds.append(held)
         self._helds = tuple(helds)
         self._owned_clients: list[Any] = []
-        self._ref: weakref.ReferenceType[_MultiLockBase[_M]] = weakref.ref(self)
-        self._dispatch = _lost_dispatcher(self._ref)
         # Lets the core check the members now (one client and name twice); names it.
         self._probe = _native.Holder.multi([m._probe for m in members], self._QUORUM)
-        self._init_callers()
 
     def _check_members(self, locks: Iterable[_M]) -> list[_M]:
         """The members as a list, or TypeError / InvalidArgumentError saying what is wrong."""
@@ -108,49 +88,10 @@ class _MultiLockBase(Generic[_M]):
                     )
         return members
 
-    # -- holder identity -------------------------------------------------------
-
-    def _init_callers(self) -> None:
-        """Makes the (empty) map from callers to their slots."""
-        raise NotImplementedError
-
-    def _lookup(self, strict: bool) -> _MultiSlot | None:
-        """The caller's slot, if any; ``strict`` raises when there is no caller identity."""
-        raise NotImplementedError
-
-    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
-        raise NotImplementedError
-
-    def _slot(self) -> _MultiSlot:
-        """The caller's slot, made on first use from each member's holder for this caller."""
-        slot = self._lookup(strict=True)
-        if slot is None:
-            members = [m._holder() for m in self._members]
-            holder = _native.Holder.multi(members, self._QUORUM)
-            holder.set_on_lost(self._dispatch)
-            slot = self._remember(holder, members)
-        return slot
-
-    def _current(self) -> _native.Holder | None:
-        """The caller's multi-lock holder if it has one (never makes it)."""
-        slot = self._lookup(strict=False)
-        return None if slot is None else slot.holder
-
-    def _track(self, slot: _MultiSlot) -> None:
-        """After an acquire or release: the member clients keep the members and this
-        object alive while they hold."""
-        for member, holder in zip(self._members, slot.members):
-            member._track(holder)
-        for held in self._helds:
-            held.track(self, slot.holder)
-
-    def _settle(self) -> None:
-        for held in self._helds:
-            held.settle(self)
-
-    def _notify_lost(self: Self) -> None:
-        if self._on_lost is not None:
-            self._on_lost(self)
+    def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
+        """A native multi-lock over each member's holder for this caller."""
+        members = [m._slot().holder for m in self._members]
+        return _native.Holder.multi(members, self._QUORUM), members
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
         return LockTimeoutError(
@@ -202,41 +143,11 @@ class _MultiLockBase(Generic[_M]):
         return f"<{self._PUBLIC_NAME} {self.name!r} ({self.quorum} of {len(self._members)} members)>"
 
 
-class _MultiThreadSlot(_MultiSlot):
-    """A thread's slot in a blocking multi-lock's ``threading.local``: its
-    finalisation, when the thread ends, reports a hold the thread left behind."""
-
-    __slots__ = ("_lock", "_thread", "_pid")
-
-    def __init__(
-        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
-    ) -> None:
-        super().__init__(holder, members)
-        self._lock = lock
-        self._thread = threading.current_thread().name
-        self._pid = os.getpid()
-
-    def __del__(self) -> None:
-        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
-
-
-class _BlockingMultiLock(_MultiLockBase[Lock]):
+class _BlockingMultiLock(_MultiLockBase[Lock], _ThreadHeld):
     """A blocking multi-lock: :class:`RedLock` and :class:`MultiLock`."""
 
     _MEMBER = Lock
     _OTHER_FLAVOUR = "ferrolock.aio"
-
-    def _init_callers(self) -> None:
-        self._local = threading.local()
-
-    def _lookup(self, strict: bool) -> _MultiSlot | None:
-        slot: _MultiSlot | None = getattr(self._local, "slot", None)
-        return slot
-
-    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
-        slot = _MultiThreadSlot(holder, members, self._ref)
-        self._local.slot = slot
-        return slot
 
     @classmethod
     def connect(
@@ -290,12 +201,7 @@ class _BlockingMultiLock(_MultiLockBase[Lock]):
         members it took are released again. Ctrl-C interrupts the wait, leaving
         nothing held.
         """
-        wait = _wait_seconds(blocking, timeout)
-        slot = self._slot()
-        try:
-            return slot.holder.acquire(wait, lease)
-        finally:
-            self._track(slot)
+        return self._acquire(blocking, timeout, lease)
 
     def release(self) -> None:
         """Releases one level of the calling thread's hold on every member it took.
@@ -306,34 +212,7 @@ class _BlockingMultiLock(_MultiLockBase[Lock]):
         :class:`LockLostError` if the hold was lost meanwhile (the members are
         released all the same).
         """
-        slot = self._slot()
-        try:
-            slot.holder.release()
-        finally:
-            self._track(slot)
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Self]:
-        """Context manager that acquires (waiting at most ``timeout`` seconds, None =
-        forever) or raises :class:`LockTimeoutError`, and releases on exit."""
-        if not self.acquire(True, timeout, lease=lease):
-            raise self._timed_out(timeout)
-        try:
-            yield self
-        finally:
-            self.release()
-
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
+        self._release()
 
 
 def _urls(urls: Iterable[str], cls: str) -> list[str]:

@@ -37,15 +37,15 @@ import contextlib
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import _errors, _native
-from ._client import _ClientBase
+from ._client import _ClientBase, _connect_options
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
-from ._lock import _LockBase, _wait_seconds
-from ._multi import _MultiLockBase, _MultiSlot, _urls
+from ._lock import _Holdable, _LockBase, _Slot, _wait_seconds
+from ._multi import _MultiLockBase, _urls
+from ._scope import _AsyncScoped
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -58,7 +58,7 @@ OnLost = Callable[["Lock"], object]
 (use ``loop.call_soon_threadsafe`` to get back to the event loop)."""
 
 
-class Client(_ClientBase):
+class Client(_ClientBase, _AsyncScoped):
     """A connection to one Redis deployment for asyncio code. Make it with
     ``await Client.connect(url)``; use it with ``async with`` or ``await client.close()``."""
 
@@ -85,18 +85,7 @@ class Client(_ClientBase):
         out of 1 ms to 600 s raises :class:`InvalidArgumentError`; behind Sentinel
         with ``replica_ack`` on, an acquire no replica acknowledged in time raises
         :class:`NotReplicatedError`."""
-        native = await _native.Client.connect_async(
-            url,
-            watchdog_timeout,
-            response_timeout,
-            connect_timeout,
-            retry_window,
-            drift_factor=drift_factor,
-            sentinel_username=sentinel_username,
-            sentinel_password=sentinel_password,
-            replica_ack=replica_ack,
-            replica_ack_timeout=replica_ack_timeout,
-        )
+        native = await _native.Client.connect_async(**_connect_options(locals()))
         logger.debug("ferrolock client %s connected (asyncio)", native.id)
         return cls(native)
 
@@ -121,27 +110,19 @@ class Client(_ClientBase):
             self._held.clear()
         logger.debug("ferrolock client %s closed (asyncio)", self._native.id)
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _aexit(self) -> None:
         await self.close()
 
 
-class _TaskSlot:
-    """A task's holder of one :class:`Lock`, and the done-callback that reports the
-    task's end while it holds through it (registered only while it holds, so a
-    long-lived task using many lock objects does not pile callbacks up)."""
+class _TaskSlot(_Slot):
+    """A task's slot in an asyncio lock object, and the done-callback that reports
+    the task's end while it holds through it (registered only while it holds, so
+    a long-lived task using many lock objects does not pile callbacks up)."""
 
-    __slots__ = ("holder", "watch")
+    __slots__ = ("watch",)
 
-    def __init__(self, holder: _native.Holder) -> None:
-        self.holder = holder
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
+        super().__init__(holder, members)
         self.watch: Callable[[asyncio.Task[object]], object] | None = None
 
 
@@ -152,33 +133,28 @@ def _current_task() -> asyncio.Task[object]:
     return task
 
 
-class Lock(_LockBase[Client]):
-    """A distributed re-entrant lock for asyncio; the holder is (this object, the
-    current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`.
-
-    A hold ends only by :meth:`release` (or leaving ``async with``), the end of
-    an explicit lease, or :meth:`Client.close`: dropping this object, or the end
-    of the task that holds, keeps the hold (the client keeps this object alive;
-    a task that ends while holding is logged as a warning)."""
-
-    _PUBLIC_NAME = "ferrolock.aio.Lock"
+class _TaskHeld(_Holdable, _AsyncScoped):
+    """What the asyncio lock objects (:class:`Lock`, :class:`RedLock`,
+    :class:`MultiLock`) share: a slot per task, and acquire (cancellable),
+    release, :meth:`hold` and ``async with``."""
 
     def _init_callers(self) -> None:
-        self._holders: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
+        self._slots: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
 
-    def _lookup(self, strict: bool) -> _native.Holder | None:
+    def _lookup(self, strict: bool) -> _Slot | None:
         task = _current_task() if strict else asyncio.current_task()
-        slot = None if task is None else self._holders.get(task)
-        return None if slot is None else slot.holder
+        return None if task is None else self._slots.get(task)
 
-    def _remember(self, holder: _native.Holder) -> None:
-        self._holders[_current_task()] = _TaskSlot(holder)
+    def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
+        slot = _TaskSlot(holder, members)
+        self._slots[_current_task()] = slot
+        return slot
 
     def _watch_task(self) -> None:
         """After an acquire or release in the current task: while the task holds
         through this object, its end is reported (the hold stays)."""
         task = asyncio.current_task()
-        slot = None if task is None else self._holders.get(task)
+        slot = None if task is None else self._slots.get(task)
         if task is None or slot is None:
             return  # a shared holder (holder_id) belongs to no task
         holder = slot.holder
@@ -195,56 +171,82 @@ class Lock(_LockBase[Client]):
             task.remove_done_callback(slot.watch)
             slot.watch = None
 
+    async def _acquire(self, blocking: bool, timeout: float | None, lease: float | None) -> bool:
+        wait = _wait_seconds(blocking, timeout)
+        slot = self._slot()
+        future = slot.holder.acquire_async(wait, lease)
+        try:
+            acquired = await future
+        except asyncio.CancelledError:
+            # The task may be cancelled after the acquisition completed but before
+            # it saw the result: give that acquisition back before leaving.
+            if future.done() and not future.cancelled() and future.exception() is None and future.result():
+                try:
+                    await self._give_back(slot)
+                except LockError:
+                    logger.exception("releasing %s %r after a cancelled acquire failed", self._PUBLIC_NAME, self.name)
+            raise
+        finally:
+            # A cancelled `future` gives its acquisition back by itself: nothing to track.
+            if future.done() and not future.cancelled():
+                self._track(slot)
+        self._watch_task()
+        return acquired
+
+    def _give_back(self, slot: _Slot) -> asyncio.Future[bool]:
+        """Releases one level; the release runs to its end even if the awaiting
+        task is cancelled (as the core's release does), and is tracked when it ends."""
+        release = slot.holder.release_async()
+        release.add_done_callback(lambda _f: self._track(slot))
+        return asyncio.shield(release)
+
+    async def _release(self) -> None:
+        try:
+            await self._give_back(self._slot())
+        finally:
+            self._watch_task()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Self]:
+        """Async context manager that acquires (waiting at most ``timeout`` seconds,
+        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        if not await self._acquire(True, timeout, lease):
+            raise self._timed_out(timeout)
+        try:
+            yield self
+        finally:
+            await self._release()
+
+    async def _aenter(self) -> None:
+        await self._acquire(True, -1, None)
+
+    async def _aexit(self) -> None:
+        await self._release()
+
+
+class Lock(_LockBase[Client], _TaskHeld):
+    """A distributed re-entrant lock for asyncio; the holder is (this object, the
+    current task). Made by :meth:`Client.lock` and :meth:`Client.fenced_lock`.
+
+    A hold ends only by :meth:`release` (or leaving ``async with``), the end of
+    an explicit lease, or :meth:`Client.close`: dropping this object, or the end
+    of the task that holds, keeps the hold (the client keeps this object alive;
+    a task that ends while holding is logged as a warning)."""
+
+    _PUBLIC_NAME = "ferrolock.aio.Lock"
+
     async def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
         """Acquires the lock for the current task (see :meth:`ferrolock.Lock.acquire`).
 
         Returns False if not acquired in time. Cancelling the task while it waits
         leaves nothing held.
         """
-        wait = _wait_seconds(blocking, timeout)
-        holder = self._holder()
-        future = holder.acquire_async(wait, lease)
-        try:
-            acquired = await future
-        except asyncio.CancelledError:
-            # The task may be cancelled after the acquisition completed but before
-            # it saw the result: give that acquisition back before leaving. (A
-            # cancelled `future` gives it back by itself: nothing to track.)
-            if future.done() and not future.cancelled() and future.exception() is None and future.result():
-                try:
-                    await self._release(holder)
-                except LockError:
-                    logger.exception("releasing lock %r after a cancelled acquire failed", self.name)
-            raise
-        self._track(holder)
-        self._watch_task()
-        return acquired
-
-    def _release(self, holder: _native.Holder) -> asyncio.Future[bool]:
-        """Releases one level; the release runs to its end even if the awaiting
-        task is cancelled (as the core's release does), and is tracked when it ends."""
-        release = holder.release_async()
-        release.add_done_callback(lambda _f: self._track(holder))
-        return asyncio.shield(release)
+        return await self._acquire(blocking, timeout, lease)
 
     async def release(self) -> None:
         """Releases one level of the current task's hold. :class:`NotOwnedError` if
         it does not hold the lock, :class:`LockLostError` if the hold was lost."""
-        try:
-            await self._release(self._holder())
-        finally:
-            self._watch_task()
-
-    @contextlib.asynccontextmanager
-    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Lock]:
-        """Async context manager that acquires (waiting at most ``timeout`` seconds,
-        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
-        if not await self.acquire(True, timeout, lease=lease):
-            raise self._timed_out(timeout)
-        try:
-            yield self
-        finally:
-            await self.release()
+        await self._release()
 
     async def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis)."""
@@ -268,72 +270,16 @@ class Lock(_LockBase[Client]):
         """Deletes the lock whoever holds it and wakes a waiter. True if it was locked."""
         return await self._probe.force_unlock_async()
 
-    async def __aenter__(self) -> Self:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
-
 
 # ---------------------------------------------------------------------------
 # Multi-locks.
 
 
-class _MultiTaskSlot(_MultiSlot):
-    """A task's slot in an asyncio multi-lock, and the done-callback that reports
-    the task's end while it holds (registered only while it holds)."""
-
-    __slots__ = ("watch",)
-
-    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
-        super().__init__(holder, members)
-        self.watch: Callable[[asyncio.Task[object]], object] | None = None
-
-
-class _AsyncMultiLock(_MultiLockBase[Lock]):
+class _AsyncMultiLock(_MultiLockBase[Lock], _TaskHeld):
     """An asyncio multi-lock: :class:`RedLock` and :class:`MultiLock`."""
 
     _MEMBER = Lock
     _OTHER_FLAVOUR = "ferrolock"
-
-    def _init_callers(self) -> None:
-        self._slots: weakref.WeakKeyDictionary[asyncio.Task[object], _MultiTaskSlot] = weakref.WeakKeyDictionary()
-
-    def _lookup(self, strict: bool) -> _MultiSlot | None:
-        task = _current_task() if strict else asyncio.current_task()
-        return None if task is None else self._slots.get(task)
-
-    def _remember(self, holder: _native.Holder, members: list[_native.Holder]) -> _MultiSlot:
-        slot = _MultiTaskSlot(holder, members)
-        self._slots[_current_task()] = slot
-        return slot
-
-    def _watch_task(self) -> None:
-        """After an acquire or release in the current task: while the task holds
-        through this object, its end is reported (the hold stays)."""
-        task = asyncio.current_task()
-        slot = None if task is None else self._slots.get(task)
-        if task is None or slot is None:
-            return
-        holder = slot.holder
-        holds = holder.local_hold_count() > 0
-        if holds and slot.watch is None:
-            ref, pid = self._ref, os.getpid()
-
-            def ended(t: asyncio.Task[object]) -> None:
-                _caller_ended("task", t.get_name(), ref, holder, pid)
-
-            slot.watch = ended
-            task.add_done_callback(ended)
-        elif not holds and slot.watch is not None:
-            task.remove_done_callback(slot.watch)
-            slot.watch = None
 
     @classmethod
     async def connect(
@@ -381,62 +327,11 @@ class _AsyncMultiLock(_MultiLockBase[Lock]):
         Returns False if not acquired in time. Cancelling the task while it waits
         leaves nothing held.
         """
-        wait = _wait_seconds(blocking, timeout)
-        slot = self._slot()
-        future = slot.holder.acquire_async(wait, lease)
-        try:
-            acquired = await future
-        except asyncio.CancelledError:
-            # Cancelled after the acquisition completed but before the task saw it:
-            # give it back (a cancelled `future` gives it back by itself).
-            if future.done() and not future.cancelled() and future.exception() is None and future.result():
-                try:
-                    await self._release(slot)
-                except LockError:
-                    logger.exception("releasing %s %r after a cancelled acquire failed", self._PUBLIC_NAME, self.name)
-            raise
-        finally:
-            if future.done():
-                self._track(slot)
-        self._watch_task()
-        return acquired
-
-    def _release(self, slot: _MultiSlot) -> asyncio.Future[bool]:
-        """Releases one level; runs to its end even if the awaiting task is
-        cancelled, and is tracked when it ends."""
-        release = slot.holder.release_async()
-        release.add_done_callback(lambda _f: self._track(slot))
-        return asyncio.shield(release)
+        return await self._acquire(blocking, timeout, lease)
 
     async def release(self) -> None:
         """Releases one level of the current task's hold (see :meth:`ferrolock.RedLock.release`)."""
-        try:
-            await self._release(self._slot())
-        finally:
-            self._watch_task()
-
-    @contextlib.asynccontextmanager
-    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Self]:
-        """Async context manager that acquires (waiting at most ``timeout`` seconds,
-        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
-        if not await self.acquire(True, timeout, lease=lease):
-            raise self._timed_out(timeout)
-        try:
-            yield self
-        finally:
-            await self.release()
-
-    async def __aenter__(self) -> Self:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.release()
+        await self._release()
 
 
 class RedLock(_AsyncMultiLock):
