@@ -10,18 +10,25 @@
 // holding ~1 ms: efficiency (time inside critical sections / wall time), hand-off
 // latency (release call -> next waiter's acquire resolved) p50/p99, longest wait, lost
 // updates of a non-atomic counter.
+//
+// Then Redlock: five more redis-servers (independent masters), and ferrolock's Redlock
+// (Redlock.connect(urls).lock(name): Lock.multi with quorum 'majority') against
+// node-redlock's Redlock over the first 3 and over all 5 (one client per server):
+// uncontended cycles/s (one handle) and the same contended run, on one name.
 
 const Redis = require('ioredis');
 const Redlock = require('redlock').default;
 const { Mutex } = require('redis-semaphore');
 const { setTimeout: sleep } = require('node:timers/promises');
-const { Client } = require('.');
+const { Client, Redlock: FerroRedlock } = require('.');
 const { startRedis } = require('./test/helpers');
 
 const UNCONTENDED = Number(process.env.BENCH_CYCLES || 2000);
 const WORKERS = 8;
 const SECTIONS = 50;
 const HOLD_MS = 1;
+const REDLOCK_SIZES = [3, 5];
+const REDLOCK_CYCLES = Number(process.env.BENCH_REDLOCK_CYCLES || 1000);
 
 function pct(sorted, p) {
   if (sorted.length === 0) return NaN;
@@ -124,6 +131,65 @@ async function contended(impl) {
   };
 }
 
+// ferrolock's Redlock vs node-redlock's over 3 and over 5 servers started here.
+async function redlockSection(out) {
+  const servers = [];
+  const ioredis = [];
+  const ferro = [];
+  try {
+    for (let i = 0; i < Math.max(...REDLOCK_SIZES); i++) servers.push(await startRedis());
+    out(`Redlock: ferrolock Redlock vs node-redlock v5 over N of ${servers.length} more redis-servers (${servers.map((s) => s.port).join(', ')}), one client per server`);
+    out(`  uncontended: ${REDLOCK_CYCLES} cycles, one handle; contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms on one name; count of a non-atomic counter`);
+    out(`  ${'library'.padEnd(22)} ${'N'.padStart(2)} ${'cycles/s'.padStart(8)} ${'cycle'.padStart(8)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'count'.padStart(6)} ${'lost'.padStart(5)} ${'failed acq.'.padStart(11)}`);
+    const ratios = [];
+    for (const n of REDLOCK_SIZES) {
+      const members = servers.slice(0, n);
+      const rl = await FerroRedlock.connect(members.map((s) => s.url));
+      ferro.push(rl);
+      const clients = members.map((s) => {
+        const r = new Redis(s.port, '127.0.0.1');
+        ioredis.push(r);
+        return r;
+      });
+      const impls = [
+        {
+          name: 'ferrolock Redlock',
+          async handle(key) {
+            // A new holder over `key` on every server; waits on each member's pub/sub.
+            const lock = rl.lock(`${key}:N${n}`);
+            return { acquire: () => lock.acquire(), release: (hold) => hold.release() };
+          },
+        },
+        {
+          name: 'node-redlock v5',
+          // retryCount -1: retries until it gets a quorum, so that every acquire succeeds
+          // under contention (its default of 10 retries gives up after ~2 s); retryDelay
+          // 200 ms and retryJitter 100 ms stay at their defaults; TTL 10 s as above.
+          redlock: new Redlock(clients, { retryCount: -1 }),
+          async handle(key) {
+            return { acquire: () => this.redlock.acquire([`${key}:N${n}`], 10_000), release: (lock) => lock.release() };
+          },
+        },
+      ];
+      const res = {};
+      for (const impl of impls) {
+        const u = await uncontended(impl, REDLOCK_CYCLES);
+        const r = await contended(impl);
+        res[impl.name] = { u, r };
+        out(`  ${impl.name.padEnd(22)} ${String(n).padStart(2)} ${u.perSec.toFixed(0).padStart(8)} ${((u.cycleMs * 1000).toFixed(0) + ' us').padStart(8)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(WORKERS * SECTIONS - r.lost).padStart(6)} ${String(r.lost).padStart(5)} ${String(r.failedAttempts).padStart(11)}`);
+      }
+      const f = res['ferrolock Redlock'];
+      const o = res['node-redlock v5'];
+      ratios.push(`redlock N=${n}: ferrolock/node-redlock uncontended ${(f.u.perSec / o.u.perSec).toFixed(2)}x, contended efficiency ferrolock ${f.r.efficiency.toFixed(2)} vs node-redlock ${o.r.efficiency.toFixed(2)}`);
+    }
+    for (const line of ratios) out(line);
+  } finally {
+    for (const rl of ferro) await rl.close();
+    for (const r of ioredis) r.disconnect();
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+}
+
 async function main() {
   const server = await startRedis();
   const ioredis = [];
@@ -209,6 +275,8 @@ async function main() {
         out(`    ferrolock targets: efficiency >= 0.9: ${r.efficiency >= 0.9 ? 'met' : 'NOT met'}; hand-off p50 <= 0.5 ms: ${r.p50 <= 0.5 ? 'met' : 'NOT met'}; lost updates 0: ${r.lost === 0 ? 'met' : 'NOT met'}`);
       }
     }
+    out('');
+    await redlockSection(out);
   } finally {
     await client.close();
     for (const r of ioredis) r.disconnect();

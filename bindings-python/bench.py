@@ -16,10 +16,19 @@ one run on that one server:
 
 redis-py's Lock runs with its default ``sleep=0.1`` (it polls); python-redis-lock
 waits on BLPOP; ferrolock waits on pub/sub.
+
+Then a Redlock section: five more redis-servers (independent masters), and
+``ferrolock.RedLock`` against pottery's ``Redlock`` over the first 3 and over all 5
+(one client per server): uncontended cycles/s (one thread) and the same contended
+run as above, on one name. pottery is a bench-only peer, listed in
+``bench-requirements.txt`` beside this file: when it is missing, this script
+installs it into its own interpreter with pip (as build.sh installs the other
+peers into the venv).
 """
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import socket
 import statistics
@@ -31,6 +40,8 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
 import redis
@@ -44,6 +55,9 @@ SECTIONS = 50
 HOLD = 0.001
 UNCONTENDED = 2000
 UNCONTENDED_PER_THREAD = 500
+REDLOCK_SIZES = (3, 5)
+REDLOCK_UNCONTENDED = 1000
+BENCH_REQUIREMENTS = Path(__file__).resolve().parent / "bench-requirements.txt"
 
 
 class AnyLock(Protocol):
@@ -96,17 +110,17 @@ def ping_rtt(r: redis.Redis, n: int = 2000) -> float:
     return (time.perf_counter() - start) / n
 
 
-def uncontended(make: Factory) -> float:
+def uncontended(make: Factory, cycles: int = UNCONTENDED) -> float:
     """Cycles per second of acquire+release by one thread, nobody else around."""
     lock = make(f"bench:u:{uuid.uuid4().hex}")
     for _ in range(50):  # warm-up
         lock.acquire()
         lock.release()
     start = time.perf_counter()
-    for _ in range(UNCONTENDED):
+    for _ in range(cycles):
         lock.acquire()
         lock.release()
-    return UNCONTENDED / (time.perf_counter() - start)
+    return cycles / (time.perf_counter() - start)
 
 
 def run_threads(worker: Callable[[], None], barrier: threading.Barrier) -> float:
@@ -178,10 +192,97 @@ def contended(make: Factory) -> Contended:
     )
 
 
+def load_pottery() -> ModuleType:
+    """pottery (the Redlock peer), installed from bench-requirements.txt into this
+    interpreter if missing. Imported by name so that mypy --strict passes with or
+    without it installed."""
+    try:
+        return importlib.import_module("pottery")
+    except ImportError:
+        pass
+    print(f"bench.py: installing the Redlock peer from {BENCH_REQUIREMENTS.name}", file=sys.stderr)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(BENCH_REQUIREMENTS)],
+        check=True,
+    )
+    importlib.invalidate_caches()
+    return importlib.import_module("pottery")
+
+
+def redlock_section(pottery: ModuleType) -> None:
+    """ferrolock.RedLock vs pottery's Redlock over 3 and over 5 local redis-servers."""
+    servers = []
+    try:
+        for _ in range(max(REDLOCK_SIZES)):
+            servers.append(start_redis())
+        ports = [port for _, port, _ in servers]
+        print(
+            f"redlock: ferrolock.RedLock vs pottery Redlock over N of {len(ports)} more redis-servers "
+            f"({', '.join(map(str, ports))}), one client per server"
+        )
+        print(
+            f"uncontended: 1 thread, {REDLOCK_UNCONTENDED} cycles; contended: {THREADS} threads x {SECTIONS} "
+            f"critical sections holding {HOLD * 1e3:.0f} ms on one name, count of a non-atomic counter"
+        )
+        print(
+            f"{'':20}{'N':>2}{'cycles/s':>10}{'us/cycle':>10}{'efficiency':>11}{'handoff p50':>13}"
+            f"{'handoff p99':>13}{'longest wait':>14}{'count':>7}{'lost':>6}"
+        )
+        ratios: list[str] = []
+        for n in REDLOCK_SIZES:
+            urls = [f"redis://127.0.0.1:{port}/0" for port in ports[:n]]
+            clients = [ferrolock.Client(url) for url in urls]
+            masters = [redis.Redis(port=port) for port in ports[:n]]
+            shared: dict[str, ferrolock.RedLock] = {}
+
+            def ferro(name: str) -> AnyLock:
+                # One RedLock (over one lock per client) shared by all threads: each
+                # thread is its own holder. It waits on each member's pub/sub.
+                return shared.setdefault(name, ferrolock.RedLock([c.lock(name) for c in clients]))
+
+            def pottery_redlock(name: str) -> AnyLock:
+                # One Redlock per thread (it keeps its holder's token in the object).
+                # Defaults: auto_release_time 10 s; acquire() blocks with timeout=-1,
+                # i.e. retries until it gets a majority, sleeping uniform(0, 0.2) s
+                # between rounds: it always succeeds under contention.
+                lock: AnyLock = pottery.Redlock(key=name, masters=masters)
+                return lock
+
+            rates: dict[str, float] = {}
+            effs: dict[str, float] = {}
+            for label, make in (("ferrolock RedLock", ferro), ("pottery Redlock", pottery_redlock)):
+                rates[label] = uncontended(make, REDLOCK_UNCONTENDED)
+                c = contended(make)
+                effs[label] = c.efficiency
+                count = THREADS * SECTIONS - c.lost_updates
+                print(
+                    f"{label:20}{n:2d}{rates[label]:10.0f}{1e6 / rates[label]:10.1f}{c.efficiency:11.2f}"
+                    f"{c.handoff_p50_ms:10.2f} ms{c.handoff_p99_ms:10.2f} ms{c.longest_wait_ms:11.1f} ms"
+                    f"{count:7d}{c.lost_updates:6d}"
+                )
+            ratios.append(
+                f"redlock N={n}: ferrolock/pottery uncontended "
+                f"{rates['ferrolock RedLock'] / rates['pottery Redlock']:.2f}x, contended efficiency "
+                f"ferrolock {effs['ferrolock RedLock']:.2f} vs pottery {effs['pottery Redlock']:.2f}"
+            )
+            for client in clients:
+                client.close()
+            for master in masters:
+                master.close()
+        for line in ratios:
+            print(line)
+    finally:
+        for proc, _, tmp in servers:
+            proc.kill()
+            proc.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     if shutil.which("redis-server") is None:
         print("redis-server is not on PATH", file=sys.stderr)
         return 2
+    pottery = load_pottery()
     proc, port, tmp = start_redis()
     url = f"redis://127.0.0.1:{port}/0"
     try:
@@ -236,6 +337,8 @@ def main() -> int:
         print("targets (ferrolock): efficiency >= 0.9, hand-off p50 <= 0.5 ms, lost updates 0")
         client.close()
         r.close()
+        print()
+        redlock_section(pottery)
     finally:
         proc.kill()
         proc.wait()
