@@ -70,6 +70,24 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Calls `$each!` with every field after `size`, in declaration order: the one
+/// list that reading and initialising a caller's struct both walk.
+macro_rules! every_field {
+    ($each:ident) => {
+        $each!(
+            watchdog_timeout_ms,
+            connect_timeout_ms,
+            response_timeout_ms,
+            retry_window_ms,
+            drift_factor,
+            sentinel_username,
+            sentinel_password,
+            replica_ack,
+            replica_ack_timeout_ms
+        )
+    };
+}
+
 impl ferrolock_options {
     /// The defaults: the core's, as C sees them.
     pub(crate) fn defaults() -> Self {
@@ -123,17 +141,7 @@ impl ferrolock_options {
                 }
             )*};
         }
-        take!(
-            watchdog_timeout_ms,
-            connect_timeout_ms,
-            response_timeout_ms,
-            retry_window_ms,
-            drift_factor,
-            sentinel_username,
-            sentinel_password,
-            replica_ack,
-            replica_ack_timeout_ms
-        );
+        every_field!(take);
         o.size = size as u32;
         Ok(o)
     }
@@ -160,17 +168,7 @@ impl ferrolock_options {
                 }
             )*};
         }
-        put!(
-            watchdog_timeout_ms,
-            connect_timeout_ms,
-            response_timeout_ms,
-            retry_window_ms,
-            drift_factor,
-            sentinel_username,
-            sentinel_password,
-            replica_ack,
-            replica_ack_timeout_ms
-        );
+        every_field!(put);
         ptr::addr_of_mut!((*p).size).write_unaligned(size as u32);
         Ok(())
     }

@@ -75,17 +75,22 @@ impl RedisServer {
         Self::try_start(extra).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Like [`RedisServer::start_with`], with an error instead of a panic (for `ferrolock demo`).
-    pub fn try_start(extra: &[&str]) -> Result<RedisServer, String> {
-        let mut server = RedisServer {
+    /// A server not started yet, on a free port, in a fresh directory.
+    fn unstarted(extra: &[&str], config: Option<String>) -> Result<RedisServer, String> {
+        Ok(RedisServer {
             port: free_port(),
             dir: ScratchDir::new("redis")?,
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             tls: false,
-            config: None,
+            config,
             paused: AtomicBool::new(false),
-        };
+        })
+    }
+
+    /// Like [`RedisServer::start_with`], with an error instead of a panic (for `ferrolock demo`).
+    pub fn try_start(extra: &[&str]) -> Result<RedisServer, String> {
+        let mut server = RedisServer::unstarted(extra, None)?;
         server.spawn()?; // on error, drop removes the directory
         Ok(server)
     }
@@ -95,15 +100,7 @@ impl RedisServer {
     /// `--sentinel`. The file is writable, as Sentinel needs (it rewrites it). Returns once
     /// the server on the port reports this process's pid.
     pub fn try_start_with_config(config: &str, extra: &[&str]) -> Result<RedisServer, String> {
-        let mut server = RedisServer {
-            port: free_port(),
-            dir: ScratchDir::new("redis")?,
-            child: None,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            tls: false,
-            config: Some(config.to_string()),
-            paused: AtomicBool::new(false),
-        };
+        let mut server = RedisServer::unstarted(extra, Some(config.to_string()))?;
         server.spawn()?;
         Ok(server)
     }
