@@ -68,9 +68,6 @@ pub struct ConnectOptions {
     pub replica_ack_timeout_ms: Option<f64>,
 }
 
-/// The range of `replicaAckTimeoutMs`: the core's own (`Config::validate`, which
-/// checks it again), named here so that the message names the JS option.
-const REPLICA_ACK_TIMEOUT: std::ops::RangeInclusive<Duration> = Duration::from_millis(1)..=Duration::from_secs(600);
 
 /// Connects a client to the deployment `url` names (`redis://`, `redis+sentinel://`,
 /// `redis+cluster://`, and their TLS forms); fails fast on an unreachable server or a bad URL.
@@ -108,10 +105,14 @@ pub fn connect<'env>(
                 builder = builder.replica_ack(on);
             }
             if let Some(d) = millis(o.replica_ack_timeout_ms, "replicaAckTimeoutMs")? {
-                if !REPLICA_ACK_TIMEOUT.contains(&d) {
+                // Core's range, said in this binding's spelling and unit.
+                let (min, max) = ferrolock::Config::REPLICA_ACK_TIMEOUT;
+                if d < min || d > max {
                     return Err(invalid(format!(
-                        "replicaAckTimeoutMs = {} ms is out of range; give 1 to 600000 (default 1000)",
-                        d.as_millis()
+                        "replicaAckTimeoutMs = {} ms is out of range; give {} to {} (default 1000)",
+                        d.as_millis(),
+                        min.as_millis(),
+                        max.as_millis()
                     )));
                 }
                 builder = builder.replica_ack_timeout(d);

@@ -42,6 +42,9 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The accepted range of `replica_ack_timeout` (bindings name it in their own spelling).
+    pub const REPLICA_ACK_TIMEOUT: (Duration, Duration) = (Duration::from_millis(1), Duration::from_secs(600));
+
     pub(crate) fn watchdog_ms(&self) -> u64 {
         self.watchdog_timeout.as_millis() as u64
     }
@@ -68,7 +71,8 @@ impl Config {
         check_range("response_timeout", self.response_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         check_range("connect_timeout", self.connect_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
         check_range("retry_window", self.retry_window, Duration::from_millis(1), Duration::from_secs(86_400))?;
-        check_range("replica_ack_timeout", self.replica_ack_timeout, Duration::from_millis(1), Duration::from_secs(600))?;
+        let (min, max) = Self::REPLICA_ACK_TIMEOUT;
+        check_range("replica_ack_timeout", self.replica_ack_timeout, min, max)?;
         Ok(())
     }
 }

@@ -57,8 +57,9 @@ impl Lock {
     pub async fn hold_count(&self) -> Result<u32> {
         // After the holder's calls in flight (an acquire being settled, say), so it
         // never reports a hold the caller was not given.
-        let _settled = self.one()?.op.lock().await;
-        let cmd = redis::Cmd::hget(&self.one()?.names.name, &self.one()?.owner);
+        let holder = self.one()?;
+        let _settled = holder.op.lock().await;
+        let cmd = redis::Cmd::hget(&holder.names.name, &holder.owner);
         let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
         Ok(count.unwrap_or(0))
     }
@@ -77,11 +78,12 @@ impl Lock {
     /// Deletes the lock whoever holds it and wakes a waiter. `true` if it was locked.
     /// Holders find their hold lost at their next renewal or release.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let mut conn = self.one()?.ctx.conn()?;
+        let holder = self.one()?;
+        let mut conn = holder.ctx.conn()?;
         let unlocked: i64 = scripts::FORCE_UNLOCK
-            .key(&self.one()?.names.name)
-            .key(&self.one()?.names.channel)
-            .arg(self.one()?.ctx.transport.publish_command())
+            .key(&holder.names.name)
+            .key(&holder.names.channel)
+            .arg(holder.ctx.transport.publish_command())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
@@ -91,10 +93,11 @@ impl Lock {
     /// A snapshot of the lock: holders with their counts, remaining lease, subscribed
     /// clients on its channel and the last fencing token. `WrongType` if the key is not a lock.
     pub async fn status(&self) -> Result<LockStatus> {
-        let keys = &self.one()?.names;
+        let holder = self.one()?;
+        let keys = &holder.names;
         let mut pipe = redis::pipe();
         pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
-        pipe.add_command(self.one()?.ctx.transport.numsub_command()).arg(&keys.channel);
+        pipe.add_command(holder.ctx.transport.numsub_command()).arg(&keys.channel);
         let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
             self.query_idempotent(&pipe, "reading the status of").await?;
         let not_a_lock = |what: &str| {
@@ -135,7 +138,8 @@ impl Lock {
 
     async fn query_type_pttl(&self) -> Result<(String, i64)> {
         let mut pipe = redis::pipe();
-        pipe.cmd("TYPE").arg(&self.one()?.names.name).pttl(&self.one()?.names.name);
+        let name = &self.one()?.names.name;
+        pipe.cmd("TYPE").arg(name).pttl(name);
         let (kind, pttl): (String, i64) = self.query_idempotent(&pipe, "reading").await?;
         if kind != "hash" && kind != "none" {
             return Err(Error::new(

@@ -215,15 +215,11 @@ async fn connect(target: Arc<Target>, timeout: Duration) -> RedisResult<(Link, u
             }
             Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
         };
-        // One command per script: a cluster sends each to every node.
-        for source in scripts::SOURCES {
-            if let Err(e) = redis::cmd("SCRIPT").arg("LOAD").arg(source).query_async::<Value>(&mut link).await {
-                if e.is_io_error() || e.is_connection_dropped() {
-                    return Err(e);
-                }
-                tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
-                break;
+        if let Err(e) = load_scripts(&mut link).await {
+            if e.is_io_error() || e.is_connection_dropped() {
+                return Err(e);
             }
+            tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
         }
         Ok((link, replicas))
     };
@@ -231,4 +227,20 @@ async fn connect(target: Arc<Target>, timeout: Duration) -> RedisResult<(Link, u
         Ok(result) => result,
         Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out connecting").into()),
     }
+}
+
+/// SCRIPT LOAD of every script: one pipelined round-trip to a node; on a cluster one
+/// command per script, since the cluster connection sends each to every node.
+async fn load_scripts(link: &mut Link) -> RedisResult<()> {
+    if let Link::Cluster(_) = link {
+        for source in scripts::SOURCES {
+            redis::cmd("SCRIPT").arg("LOAD").arg(source).query_async::<Value>(&mut *link).await?;
+        }
+        return Ok(());
+    }
+    let mut load = redis::pipe();
+    for source in scripts::SOURCES {
+        load.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
+    }
+    load.query_async::<()>(link).await
 }
