@@ -10,6 +10,7 @@ use crate::ctx::{Alive, Ctx};
 use crate::error::{Error, Result};
 use crate::lock::holder::Holders;
 use crate::lock::{Lock, LockKind, LockOptions};
+use crate::metrics::Metrics;
 use crate::renewal::RenewalReport;
 use crate::transport::Transport;
 
@@ -54,9 +55,15 @@ impl Client {
     async fn open(url: String, config: Config, sentinel_auth: crate::config::SentinelAuth) -> Result<Client> {
         let runtime = Handle::try_current()
             .map_err(|_| Error::internal("ferrolock::Client must be created inside a tokio runtime"))?;
-        let (transport, conn) = Transport::connect(&url, &config, &sentinel_auth).await?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let name = match &config.app_name {
+            Some(app) => format!("ferrolock:{id}:{app}"),
+            None => format!("ferrolock:{id}"),
+        };
+        let metrics = Arc::default();
+        let (transport, conn) = Transport::connect(&url, &config, &sentinel_auth, name, metrics).await?;
         let server = transport.server.clone();
-        let ctx = Ctx::start(transport, conn, config, runtime);
+        let ctx = Ctx::start(id, transport, conn, config, runtime);
         tracing::debug!(client = %ctx.id, %server, "ferrolock client connected");
         let alive = Arc::new(Alive(ctx.clone()));
         Ok(Client { ctx, holders: Arc::default(), alive })
@@ -92,6 +99,9 @@ impl Client {
     /// A lock handle with explicit options (kind, explicit holder id or owner field).
     /// Handles for the same name, holder and kind on one client share their hold.
     pub fn lock_with(&self, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Lock> {
+        if self.is_closed() {
+            return Err(Error::shut_down());
+        }
         let name = name.as_ref();
         crate::validate::lock_name(name)?;
         if self.ctx.transport.is_cluster() {
@@ -144,14 +154,25 @@ impl Client {
         self.ctx.hub.parked()
     }
 
+    /// What this client's locks did since it connected (see [`Metrics`]);
+    /// [`Metrics::to_prometheus`] renders it for a scrape endpoint.
+    pub fn metrics(&self) -> Metrics {
+        self.ctx.transport.metrics.snapshot(&self.ctx.id, self.held_count() as u64, self.waiting_acquires() as u64)
+    }
+
     /// Number of locks this client currently holds (any depth counts once).
     pub fn held_count(&self) -> usize {
         self.ctx.held.count()
     }
 
+    /// True once the client was shut down: every call on it fails with `ClientClosed`.
+    pub fn is_closed(&self) -> bool {
+        self.ctx.is_shut_down()
+    }
+
     /// Stops the watchdog, releases every lock this client still holds (best effort,
-    /// bounded by the response timeout), stops waiting acquires with `Cancelled`, and
-    /// closes the connections. Later calls on this client fail with `Cancelled`.
+    /// bounded by the response timeout), stops waiting acquires with `ClientClosed`, and
+    /// closes the connections. Later calls on this client fail with `ClientClosed`.
     pub async fn shutdown(&self) -> Result<()> {
         self.ctx.close().await;
         Ok(())

@@ -25,6 +25,9 @@ pub struct Config {
     pub replica_ack: bool,
     /// How long that `WAIT` may take (default 1 s, Redisson's `slavesSyncTimeout`).
     pub replica_ack_timeout: Duration,
+    /// Appended to every connection's name (`ferrolock:<client id>:<app name>`, see
+    /// CLIENT LIST) so operators can tell which application a connection belongs to.
+    pub app_name: Option<String>,
 }
 
 impl Default for Config {
@@ -37,6 +40,7 @@ impl Default for Config {
             drift_factor: 0.01,
             replica_ack: true,
             replica_ack_timeout: Duration::from_secs(1),
+            app_name: None,
         }
     }
 }
@@ -73,6 +77,15 @@ impl Config {
         check_range("retry_window", self.retry_window, Duration::from_millis(1), Duration::from_secs(86_400))?;
         let (min, max) = Self::REPLICA_ACK_TIMEOUT;
         check_range("replica_ack_timeout", self.replica_ack_timeout, min, max)?;
+        if let Some(app) = &self.app_name {
+            let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+            if app.is_empty() || app.len() > 64 || !app.chars().all(allowed) {
+                return Err(Error::invalid(format!(
+                    "app_name {app:?} is not 1 to 64 characters of letters, digits, '.', '_' and '-' \
+                     (it becomes part of the connection name)"
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -178,6 +191,13 @@ impl ClientBuilder {
     /// How long the replica acknowledgement may take (default 1 s).
     pub fn replica_ack_timeout(mut self, value: Duration) -> Self {
         self.config.replica_ack_timeout = value;
+        self
+    }
+
+    /// Names this client's connections `ferrolock:<client id>:<app name>` (1 to 64
+    /// characters of letters, digits, `.`, `_` and `-`); without it `ferrolock:<client id>`.
+    pub fn app_name(mut self, value: impl Into<String>) -> Self {
+        self.config.app_name = Some(value.into());
         self
     }
 }

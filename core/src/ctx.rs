@@ -44,12 +44,12 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// Wires a client's parts together and starts its background tasks (reply-latch
     /// sweeper, watchdog). Must run inside the client's runtime.
-    pub fn start(transport: Transport, conn: Conn, config: Config, runtime: Handle) -> Arc<Ctx> {
+    pub fn start(id: String, transport: Transport, conn: Conn, config: Config, runtime: Handle) -> Arc<Ctx> {
         let (shutdown, _) = watch::channel(false);
         let (latches, sweeper) = ReplyLatches::start(&runtime, conn.clone());
         let hub = Hub::new(transport.clone(), config.clone(), runtime.clone(), shutdown.subscribe());
         let ctx = Arc::new(Ctx {
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             pid: std::process::id(),
             config,
             runtime,

@@ -27,8 +27,11 @@ pub enum ErrorKind {
     /// acquire within its timeout, so the acquire was undone (a failover could have
     /// lost it). Retrying is safe.
     NotReplicated,
-    /// The caller (or a client shutdown) cancelled a wait.
+    /// The caller cancelled a wait.
     Cancelled,
+    /// The client was shut down: every later call on it, and every acquire that was
+    /// waiting when it shut down, fails with this kind. Create a new client.
+    ClientClosed,
     /// A bug in ferrolock, or a reply it does not understand.
     Internal,
 }
@@ -46,6 +49,7 @@ impl ErrorKind {
             ErrorKind::PermissionDenied => "ERR_PERMISSION",
             ErrorKind::NotReplicated => "ERR_NOT_REPLICATED",
             ErrorKind::Cancelled => "ERR_CANCELLED",
+            ErrorKind::ClientClosed => "ERR_CLIENT_CLOSED",
             ErrorKind::Internal => "ERR_INTERNAL",
         }
     }
@@ -87,7 +91,7 @@ impl Error {
     }
 
     pub(crate) fn shut_down() -> Self {
-        Self::new(ErrorKind::Cancelled, "the ferrolock client was shut down; create a new client")
+        Self::new(ErrorKind::ClientClosed, "the ferrolock client is closed; create a new client")
     }
 
     /// Maps a redis-rs error, prefixing `context` (which names the lock and the operation).

@@ -19,7 +19,7 @@
 //! Layers, each importing only those below it:
 //!
 //! 1. leaves: [`error`](Error), `validate`, `names` (every Redisson key and channel
-//!    name), `config`, `runtime`;
+//!    name), `config`, `runtime`, `metrics` (the counters behind [`Client::metrics`]);
 //! 2. `transport` (the command connection, the subscriber, the publish command and
 //!    the cluster slot of a key), `scripts` (the Lua, one folder per primitive),
 //!    `reply_latch` (Redisson's unlock latch);
@@ -41,6 +41,7 @@ mod ctx;
 mod error;
 mod hold;
 mod lock;
+mod metrics;
 mod names;
 mod renewal;
 mod reply_latch;
@@ -54,5 +55,6 @@ pub use client::Client;
 pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
+pub use metrics::{Histogram, Metrics};
 pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum};
 pub use renewal::RenewalReport;

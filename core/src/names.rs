@@ -15,6 +15,8 @@ pub(crate) struct LockNames {
     pub token: Vec<u8>,
     /// `redisson_unlock_latch:{n}`: prefix of per-release reply latches (`<prefix>:<request-id>`).
     latch_prefix: Vec<u8>,
+    /// `ferrolock_holder_info:{n}`: prefix of per-holder notes (`<prefix>:<owner>`), ours only.
+    info_prefix: Vec<u8>,
 }
 
 impl LockNames {
@@ -25,7 +27,16 @@ impl LockNames {
             channel: prefixed("redisson_lock__channel", name),
             token: prefixed("redisson_lock_token", name),
             latch_prefix: prefixed("redisson_unlock_latch", name),
+            info_prefix: prefixed("ferrolock_holder_info", name),
         }
+    }
+
+    /// The note about one holder (see scripts/lock/holder_info.lua); in the slot of the latches.
+    pub fn holder_info(&self, owner: &str) -> Vec<u8> {
+        let mut key = self.info_prefix.clone();
+        key.push(b':');
+        key.extend_from_slice(owner.as_bytes());
+        key
     }
 
     /// The reply latch of one release request.

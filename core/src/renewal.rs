@@ -16,6 +16,7 @@ use futures_util::future::BoxFuture;
 use redis::Script;
 
 use crate::error::{Error, Result};
+use crate::metrics::Recorder;
 use crate::transport::{Conn, Transport};
 
 /// Holds per renewal script call.
@@ -105,7 +106,7 @@ where
     let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
     let conn = &conn;
     let calls = batches.into_iter().map(|batch| async move {
-        let report = renew_batch(conn, lease_ms, batch).await;
+        let report = renew_batch(conn, lease_ms, batch, &transport.metrics).await;
         for (hold, ticket) in batch {
             hold.end_renewal(ticket.generation);
         }
@@ -122,7 +123,7 @@ where
     report
 }
 
-async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)]) -> RenewalReport
+async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)], metrics: &Recorder) -> RenewalReport
 where
     F: Fn() -> Result<Conn> + Sync,
 {
@@ -139,6 +140,7 @@ where
         let now = Instant::now();
         let Some(until) = until.filter(|u| *u > now) else {
             report.failed = batch.len();
+            metrics.renewals(0, 1);
             return report;
         };
         let Ok(conn) = conn() else { return report };
@@ -161,15 +163,18 @@ where
                         report.lost += 1;
                     }
                 }
+                metrics.renewals(report.renewed as u64, 0);
                 return report;
             }
             Ok(flags) => {
                 tracing::error!(expected = batch.len(), got = flags.len(), "unexpected renewal reply");
                 report.failed = batch.len();
+                metrics.renewals(0, 1);
                 return report;
             }
             Err(e) if Error::is_ambiguous(&e) => {
-                tracing::debug!(error = %e, "renewal call failed; sending it again");
+                tracing::warn!(error = %e, holds = batch.len(), "renewal call failed; sending it again until the holds' deadline");
+                metrics.renewals(0, 1);
                 tokio::time::sleep(delay.min(until.saturating_duration_since(Instant::now()))).await;
                 delay = (delay * 2).min(Duration::from_millis(200));
             }
@@ -177,6 +182,7 @@ where
                 let e = Error::from_redis(&e, "renewing held locks");
                 tracing::warn!(error = %e, "renewal refused");
                 report.failed = batch.len();
+                metrics.renewals(0, 1);
                 return report;
             }
         }

@@ -14,9 +14,9 @@ use redis::AsyncCommands;
 
 /// The README's least-privilege user, for lock names under `app:`.
 const LEAST_PRIVILEGE: &str = "on >locker-pw resetkeys resetchannels -@all \
-    +ping +evalsha +script|load +hget +hgetall +get +pttl +type +unlink +pubsub|numsub \
-    +subscribe +unsubscribe +exists +hexists +hincrby +hset +incr +pexpire +publish +set +del \
-    ~app:* ~redisson_*{app:* &redisson_lock__channel:{app:*";
+    +ping +evalsha +script|load +hget +hgetall +get +mget +pttl +type +unlink +pubsub|numsub \
+    +subscribe +unsubscribe +exists +hexists +hincrby +hset +incr +pexpire +publish +set +del +client|setname \
+    ~app:* ~redisson_*{app:* ~ferrolock_*{app:* &redisson_lock__channel:{app:*";
 
 async fn acl_setuser(raw: &mut redis::aio::MultiplexedConnection, user: &str, rules: &str) {
     let mut cmd = redis::cmd("ACL");
@@ -70,7 +70,17 @@ async fn the_least_privilege_user_runs_the_whole_lock_cycle() {
     assert_eq!(next.token(), Some(token + 1));
     next.release().await.unwrap();
     let leased = a.lock("app:lease").unwrap();
-    leased.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_secs(5))).await.unwrap().unwrap().release().await.unwrap();
+    let guard = leased.acquire_with(AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_secs(5))).await.unwrap().unwrap();
+    assert!(leased.extend(Duration::from_secs(5)).await.unwrap() > Duration::from_secs(5));
+    leased.set_holder_info(Some("host-1")).await.unwrap();
+    assert_eq!(leased.status().await.unwrap().holders[0].info.as_deref(), Some("host-1"));
+    leased.set_holder_info(None).await.unwrap();
+    guard.release().await.unwrap();
+
+    // Both clients' connections (b's subscriber too) carry their names.
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut raw).await.unwrap();
+    let named = |id: &str| list.lines().filter(|l| l.contains(&format!(" name=ferrolock:{id} "))).count();
+    assert_eq!((named(a.id()), named(b.id())), (1, 2), "{list}");
 
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();

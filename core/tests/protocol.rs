@@ -342,7 +342,16 @@ async fn shutdown_releases_what_it_holds() {
     assert_eq!(client.held_count(), 2);
     client.shutdown().await.unwrap();
     assert_eq!(keys(&mut raw).await, vec!["redisson_lock_token:{s2}".to_string()]);
-    assert_eq!(a.acquire().await.unwrap_err().kind(), ErrorKind::Cancelled);
+    assert!(client.is_closed());
+    for err in [
+        a.acquire().await.unwrap_err(),
+        a.status().await.unwrap_err(),
+        client.lock("s3").unwrap_err(),
+        client.fenced_lock("s3").unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::ClientClosed, "{err}");
+        assert_eq!(err.message(), "the ferrolock client is closed; create a new client");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -439,7 +448,7 @@ async fn shutdown_with_a_pending_waiter_leaves_nothing_held() {
         .await;
         client.shutdown().await.unwrap();
         let outcome = waiting.await.unwrap();
-        assert_eq!(outcome.map(|_| ()).unwrap_err().kind(), ErrorKind::Cancelled);
+        assert_eq!(outcome.map(|_| ()).unwrap_err().kind(), ErrorKind::ClientClosed);
         assert_eq!(keys(&mut raw).await, Vec::<String>::new(), "shutdown released everything");
     }
 }

@@ -23,7 +23,9 @@ pub struct LostEvent {
     pub name: String,
     /// The owner field of the hold that was lost.
     pub owner: String,
-    /// Why: a `LockLost` error whose message says what happened.
+    /// Why, in a few words (e.g. "its lease (5000 ms) ran out before it was renewed or released").
+    pub reason: String,
+    /// The `LockLost` error, whose message names the lock and the holder and gives the reason.
     pub error: Error,
     /// When the holder learned of the loss (monotonic clock).
     pub at: Instant,

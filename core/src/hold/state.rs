@@ -22,6 +22,10 @@ pub(crate) struct HoldState {
     pub watchdog: bool,
     /// PEXPIRE used when a partial release keeps the hold.
     pub lease_ms: u64,
+    /// The lease the latest acquisition asked for (what `reacquire` resets to).
+    pub taken_lease_ms: u64,
+    /// When the current hold began (for the hold-time metric).
+    pub since: Instant,
     /// Local monotonic deadline (see the module comment).
     pub deadline: Instant,
     lost: watch::Sender<Option<Error>>,
@@ -87,6 +91,8 @@ impl HoldCell {
             token: None,
             watchdog: false,
             lease_ms: 0,
+            taken_lease_ms: 0,
+            since: now,
             deadline: now,
             lost: watch::channel(None).0,
             lost_error: None,
@@ -118,11 +124,13 @@ impl HoldCell {
         st.count = count.max(1);
         st.token = token;
         st.lease_ms = lease;
+        st.taken_lease_ms = lease;
         // A re-entry PEXPIREs to its own lease, so the deadline follows the latest call.
         st.deadline = self.deadline_after(sent_at, lease);
         st.renew_due = sent_at + config.renew_interval();
         if fresh {
             st.generation += 1;
+            st.since = Instant::now();
             st.watchdog = lease_ms.is_none();
             st.lost = watch::channel(None).0;
             st.lost_error = None;
@@ -130,18 +138,56 @@ impl HoldCell {
             // Set together with the hold: the watchdog must never see it half-made.
             st.streak = streak;
             st.unconfirmed = unconfirmed;
-            let task = self.ctx.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
-            if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
-                old.abort();
-            }
+            self.watch_deadline(&mut st);
         } else if lease_ms.is_none() {
             st.watchdog = true;
         }
         (Hold { token, count: st.count, lost: st.lost.subscribe() }, fresh)
     }
 
+    /// (Re)starts the timer that reports the hold lost at its deadline: again when the
+    /// deadline moves earlier, which a sleeping timer would notice too late.
+    fn watch_deadline(self: &Arc<Self>, st: &mut HoldState) {
+        let task = self.ctx.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
+        if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// The current hold's generation and the lease its latest acquisition asked for,
+    /// for a change of an explicit lease; why not otherwise.
+    pub fn explicit_lease(&self, context: &str) -> Result<(u64, u64), Error> {
+        let st = self.state.lock().unwrap();
+        if st.count == 0 {
+            return Err(match &st.lost_error {
+                Some(lost) => lost.clone(),
+                None => Error::new(ErrorKind::NotOwner, format!("{context}: this holder does not hold it")),
+            });
+        }
+        if st.watchdog {
+            return Err(Error::invalid(format!(
+                "{context}: the hold was taken without an explicit lease, so the watchdog renews it; \
+                 extend applies to holds taken with a lease"
+            )));
+        }
+        Ok((st.generation, st.taken_lease_ms))
+    }
+
+    /// The server confirmed a new lease of `lease_ms` for the hold of `generation`,
+    /// set by a call sent at `sent_at`.
+    pub fn lease_changed(self: &Arc<Self>, generation: u64, sent_at: Instant, lease_ms: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.generation != generation || st.count == 0 {
+            return;
+        }
+        st.lease_ms = lease_ms;
+        st.deadline = self.deadline_after(sent_at, lease_ms);
+        self.watch_deadline(&mut st);
+    }
+
     /// The hold is over (released or lost): stop its deadline timer and renewals.
     pub fn finish(&self, st: &mut HoldState) {
+        self.ctx.transport.metrics.hold_ended(st.since.elapsed());
         st.count = 0;
         st.token = None;
         st.watchdog = false;
@@ -175,10 +221,17 @@ impl HoldCell {
             st.lost.send_replace(Some(error.clone()));
             self.finish(&mut st);
         }
+        self.ctx.transport.metrics.lost();
         tracing::warn!(lock = %self.display, owner = %self.owner, "{}", error.message());
         let callback = self.on_lost.lock().unwrap().clone();
         if let Some(callback) = callback {
-            let event = LostEvent { name: self.display.clone(), owner: self.owner.clone(), error, at };
+            let event = LostEvent {
+                name: self.display.clone(),
+                owner: self.owner.clone(),
+                reason: reason.to_string(),
+                error,
+                at,
+            };
             // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
             self.ctx.runtime.spawn_blocking(move || callback(&event));
         }

@@ -8,6 +8,7 @@
 mod guard;
 mod handoff;
 pub(crate) mod holder;
+mod lease;
 mod multi;
 mod options;
 mod reentrant;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use crate::ctx::Alive;
 use crate::error::{Error, Result};
 use crate::hold::{Hold, LostCallback, Released};
+use crate::metrics::AcquireTiming;
 use crate::validate;
 use crate::waiting::hub::{Policy, Successor};
 use crate::waiting::{self, Attempt};
@@ -120,6 +122,13 @@ impl Lock {
             Repr::Many(_) => Err(Error::invalid(format!(
                 "{self:?} is a multi-lock: ask each of its members() (this call reads one server)"
             ))),
+        }
+    }
+
+    fn multi_ref(&self) -> Option<&Arc<Multi>> {
+        match &self.repr {
+            Repr::One { .. } => None,
+            Repr::Many(multi) => Some(multi),
         }
     }
 
@@ -223,9 +232,11 @@ impl Lock {
             policy: Policy::Lock,
             shutdown: &ctx.shutdown,
         };
+        let timing = AcquireTiming::start(&ctx.transport.metrics);
         let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new() };
-        let acquired = waiting::acquire(&acquirer, channel, deadline).await?;
-        Ok(acquired.map(PendingHold::take).map(|level| level.hold))
+        let acquired = waiting::acquire(&acquirer, channel, deadline).await;
+        timing.end(&acquired);
+        Ok(acquired?.map(PendingHold::take).map(|level| level.hold))
     }
 
     /// Releases one level of this holder's hold. `NotOwner` if this holder does not

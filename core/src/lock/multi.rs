@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::{select_all, FutureExt};
 use tokio::sync::watch;
 
+use super::lease::LeaseChange;
 use super::{AcquireOptions, Lock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::{Hold, LostCallback, LostEvent, Released};
@@ -205,7 +206,8 @@ impl Multi {
     }
 
     /// Marks hold `generation` lost (once) and tells the callback.
-    fn mark_lost(&self, generation: u64, error: Error) {
+    fn mark_lost(&self, generation: u64, reason: String) {
+        let error = Error::new(ErrorKind::LockLost, format!("{} was lost: {reason}", self.what()));
         {
             let st = self.state.lock().unwrap();
             let Some(tx) = st.lost.as_ref().filter(|_| st.generation == generation && !st.levels.is_empty()) else { return };
@@ -217,9 +219,48 @@ impl Multi {
         tracing::warn!(lock = %self.display, "{}", error.message());
         let callback = self.on_lost.lock().unwrap().clone();
         if let Some(callback) = callback {
-            let event = LostEvent { name: self.display.clone(), owner: self.members[0].owner().to_string(), error, at: Instant::now() };
+            let owner = self.members[0].owner().to_string();
+            let event = LostEvent { name: self.display.clone(), owner, reason, error, at: Instant::now() };
             callback(&event);
         }
+    }
+
+    /// Changes the lease on every member this holder holds; the quorum must follow.
+    /// Returns the shortest lease left among those that did.
+    pub async fn change_lease(&self, change: LeaseChange) -> Result<Duration> {
+        let _op = self.op.lock().await;
+        let held: Vec<usize> = {
+            let st = self.state.lock().unwrap();
+            if let Some(lost) = st.lost.as_ref().and_then(|tx| tx.borrow().clone()) {
+                return Err(lost);
+            }
+            let mut held: Vec<usize> = st.levels.concat();
+            held.sort_unstable();
+            held.dedup();
+            held
+        };
+        if held.is_empty() {
+            return Err(Error::new(ErrorKind::NotOwner, format!("changing the lease of {}: this holder does not hold it", self.what())));
+        }
+        let results = futures_util::future::join_all(held.iter().map(|i| self.members[*i].change_lease(change))).await;
+        let mut left = Vec::new();
+        let mut failures = Vec::new();
+        for (i, result) in held.iter().zip(results) {
+            match result {
+                Ok(d) => left.push(d),
+                Err(e) => failures.push((e.kind(), format!("member {} ({}): {}", i + 1, self.members[*i].name(), e.message()))),
+            }
+        }
+        if let Some(shortest) = left.iter().min().filter(|_| left.len() >= self.needed) {
+            return Ok(*shortest);
+        }
+        // One cause for all (say, a hold the watchdog renews) is that cause; mixed ones mean the hold is gone.
+        let kind = match failures.first() {
+            Some((first, _)) if failures.iter().all(|(k, _)| k == first) => *first,
+            _ => ErrorKind::LockLost,
+        };
+        let details: Vec<String> = failures.into_iter().map(|(_, m)| m).collect();
+        Err(Error::new(kind, format!("changing the lease of {}: too few members followed: {}", self.what(), details.join("; "))))
     }
 
     /// Releases one level (or all) on its members. All: every member must have
@@ -333,8 +374,8 @@ async fn watch_members(multi: Weak<Multi>, generation: u64, mut members: Vec<Mem
             .filter_map(|m| m.gone().map(|why| format!("member {} ({}): {why}", m.index + 1, this.members[m.index].name())))
             .collect();
         if members.len() - lost.len() < this.needed {
-            let message = format!("{} was lost: {} of its members are no longer held: {}", this.what(), lost.len(), lost.join("; "));
-            this.mark_lost(generation, Error::new(ErrorKind::LockLost, message));
+            let reason = format!("{} of its members are no longer held: {}", lost.len(), lost.join("; "));
+            this.mark_lost(generation, reason);
             return;
         }
         drop(this);

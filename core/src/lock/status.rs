@@ -16,6 +16,9 @@ pub struct HolderEntry {
     pub owner: String,
     /// How many times that holder has entered the lock.
     pub count: u64,
+    /// The note that holder left with [`crate::Lock::set_holder_info`] (`ferrolock run`:
+    /// its host, pid and command as JSON), if any.
+    pub info: Option<String>,
 }
 
 /// The state of a lock at one moment. Read with [`crate::Lock::status`].
@@ -115,9 +118,20 @@ impl Lock {
             let fields: Vec<(String, String)> = self.query_idempotent(&cmd, "reading the holders of").await?;
             for (owner, count) in fields {
                 let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
-                holders.push(HolderEntry { owner, count });
+                holders.push(HolderEntry { owner, count, info: None });
             }
             holders.sort_by(|a, b| a.owner.cmp(&b.owner));
+            if !holders.is_empty() {
+                let cmd = redis::Cmd::mget(holders.iter().map(|h| keys.holder_info(&h.owner)).collect::<Vec<_>>());
+                // Notes are a convenience: a user whose ACL does not cover them still gets the status.
+                let notes: Vec<Option<String>> = match self.query_idempotent(&cmd, "reading the holder notes of").await {
+                    Err(e) if e.kind() == ErrorKind::PermissionDenied => Vec::new(),
+                    other => other?,
+                };
+                for (entry, note) in holders.iter_mut().zip(notes) {
+                    entry.info = note;
+                }
+            }
         }
         let remaining_lease = match (holders.is_empty(), pttl) {
             (true, _) | (_, -2) => None,

@@ -23,6 +23,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::Target;
+use crate::config::Config;
+use crate::metrics::Recorder;
 use crate::scripts;
 
 /// One live connection of any topology.
@@ -42,6 +44,11 @@ enum Slot {
 
 struct Inner {
     target: Arc<Target>,
+    /// CLIENT SETNAME of every connection made.
+    name: Arc<str>,
+    metrics: Arc<Recorder>,
+    /// A connection was made before: the next one is a reconnect.
+    connected: std::sync::atomic::AtomicBool,
     connect_timeout: Duration,
     db: i64,
     /// Replicas the master had when the current connection was made (Sentinel only;
@@ -62,16 +69,19 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(target: Arc<Target>, db: i64, connect_timeout: Duration, response_timeout: Duration) -> Conn {
+    pub(super) fn new(target: Arc<Target>, db: i64, config: &Config, name: Arc<str>, metrics: Arc<Recorder>) -> Conn {
         let inner = Inner {
             target,
-            connect_timeout,
+            name,
+            metrics,
+            connected: Default::default(),
+            connect_timeout: config.connect_timeout,
             db,
             replicas: AtomicU32::new(0),
             slot: Mutex::new(Slot::Idle),
             epochs: std::sync::atomic::AtomicU64::new(0),
         };
-        Conn { inner: Arc::new(inner), timeout: response_timeout }
+        Conn { inner: Arc::new(inner), timeout: config.response_timeout }
     }
 
     /// The same connection with another request timeout (a renewal may wait until
@@ -97,7 +107,8 @@ impl Conn {
                 Slot::Connecting(attempt, epoch) => (attempt.clone(), *epoch),
                 Slot::Idle => {
                     let epoch = self.inner.epochs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    let attempt = connect(self.inner.target.clone(), self.inner.connect_timeout).boxed().shared();
+                    let attempt =
+                        connect(self.inner.target.clone(), self.inner.name.clone(), self.inner.connect_timeout).boxed().shared();
                     *slot = Slot::Connecting(attempt.clone(), epoch);
                     (attempt, epoch)
                 }
@@ -111,6 +122,10 @@ impl Conn {
                 if current {
                     self.inner.replicas.store(replicas, Ordering::Relaxed);
                     *slot = Slot::Ready(conn.clone(), epoch);
+                    if self.inner.connected.swap(true, Ordering::Relaxed) {
+                        self.inner.metrics.reconnected();
+                        tracing::info!("command connection made again");
+                    }
                 }
                 Ok((conn, epoch))
             }
@@ -128,7 +143,7 @@ impl Conn {
     fn retire(&self, epoch: u64) {
         let mut slot = self.inner.slot.lock().unwrap();
         if matches!(&*slot, Slot::Ready(_, e) if *e == epoch) {
-            tracing::debug!("retiring the command connection after a failure; the next request reconnects");
+            tracing::info!("the command connection failed or stalled; the next request reconnects");
             *slot = Slot::Idle;
         }
     }
@@ -202,7 +217,7 @@ impl ConnectionLike for Link {
 /// Connects and loads every script, so that EVALSHA does not meet NOSCRIPT on
 /// this connection (a user without SCRIPT LOAD still works: EVALSHA loads on NOSCRIPT).
 /// Under Sentinel, also counts the master's replicas.
-async fn connect(target: Arc<Target>, timeout: Duration) -> RedisResult<(Link, u32)> {
+async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, u32)> {
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     let attempt = async {
         let (mut link, replicas) = match &*target {
@@ -215,6 +230,7 @@ async fn connect(target: Arc<Target>, timeout: Duration) -> RedisResult<(Link, u
             }
             Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
         };
+        super::set_name(&mut link, &name).await?;
         if let Err(e) = load_scripts(&mut link).await {
             if e.is_io_error() || e.is_connection_dropped() {
                 return Err(e);

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{Config, SentinelAuth};
 use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::Recorder;
 
 /// The deployment a client talks to.
 pub(crate) enum Target {
@@ -36,14 +37,24 @@ pub(crate) struct Transport {
     /// What the client talks to (`host:port`, the sentinels' master or the cluster's
     /// seeds), for messages; never the URL (it may hold a password).
     pub server: String,
+    /// The name every connection gives itself (CLIENT SETNAME), for operators.
+    name: Arc<str>,
+    /// The client's counters (reconnects are counted here).
+    pub metrics: Arc<Recorder>,
 }
 
 impl Transport {
     /// Parses the URL and checks, with one connection and a PING, that the address,
     /// TLS and credentials work (fails fast: no retry loop). A `redis://` URL that
     /// points at a cluster node is used as the cluster's seed. Returns the transport
-    /// and its command connection (connected lazily).
-    pub async fn connect(url: &str, config: &Config, sentinel_auth: &SentinelAuth) -> Result<(Transport, Conn)> {
+    /// and its command connection (connected lazily). Every connection is named `name`.
+    pub async fn connect(
+        url: &str,
+        config: &Config,
+        sentinel_auth: &SentinelAuth,
+        name: String,
+        metrics: Arc<Recorder>,
+    ) -> Result<(Transport, Conn)> {
         let (target, db) = match url::parse(url)? {
             url::Endpoint::Single(info) => {
                 let server = describe(info.addr());
@@ -99,8 +110,9 @@ impl Transport {
             Target::Cluster(nodes) => nodes.describe.clone(),
         };
         let target = Arc::new(target);
-        let conn = Conn::new(target.clone(), db, config.connect_timeout, config.response_timeout);
-        Ok((Transport { target, server }, conn))
+        let name: Arc<str> = name.into();
+        let conn = Conn::new(target.clone(), db, config, name.clone(), metrics.clone());
+        Ok((Transport { target, server, name, metrics }, conn))
     }
 
     /// True on a cluster.
@@ -113,18 +125,38 @@ impl Transport {
         matches!(*self.target, Target::Sentinel(_))
     }
 
-    /// A new subscriber connection (messages in order, subscriptions changed on the side).
+    /// A new subscriber connection (messages in order, subscriptions changed on the
+    /// side), named like every connection of the client.
     pub async fn subscriber(&self) -> redis::RedisResult<(SubscriberSink, SubscriberStream)> {
         let client = match &*self.target {
             Target::Single(client) => client.clone(),
             Target::Sentinel(master) => master.client().await?,
             Target::Cluster(nodes) => {
-                let (conn, pushes) = nodes.subscriber().await?;
-                return Ok((SubscriberSink::Cluster(conn), SubscriberStream::Cluster(pushes)));
+                let (mut conn, pushes) = nodes.subscriber().await?;
+                set_name(&mut conn, &self.name).await?;
+                return Ok((SubscriberSink::Cluster(conn), SubscriberStream::Push(pushes)));
             }
         };
-        let (sink, stream) = client.get_async_pubsub().await?.split();
-        Ok((SubscriberSink::Node(sink), SubscriberStream::Node(stream)))
+        // RESP3 with a push channel: an ordinary connection that can also name itself.
+        let (tx, rx) = mpsc::unbounded_channel();
+        let info = client.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        let info = info.set_redis_settings(settings);
+        let config = AsyncConnectionConfig::new().set_push_sender(tx).set_response_timeout(None);
+        match redis::Client::open(info)?.get_multiplexed_async_connection_with_config(&config).await {
+            Ok(mut conn) => {
+                set_name(&mut conn, &self.name).await?;
+                Ok((SubscriberSink::Push(conn), SubscriberStream::Push(rx)))
+            }
+            // A server without RESP3 (before Redis 6), or an ACL refusing HELLO: RESP2
+            // pub/sub, which cannot name itself.
+            Err(e) if !(e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) => {
+                tracing::debug!(error = %e, "no RESP3 on this server; the pub/sub connection uses RESP2 and stays unnamed");
+                let (sink, stream) = client.get_async_pubsub().await?.split();
+                Ok((SubscriberSink::Node(sink), SubscriberStream::Node(stream)))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The command the scripts publish with: PUBLISH, or SPUBLISH on a cluster.
@@ -177,7 +209,10 @@ async fn single_probe(client: &redis::Client, config: &Config) -> redis::RedisRe
 
 /// Changes the subscriptions of a subscriber connection.
 pub(crate) enum SubscriberSink {
+    /// RESP2, for servers without RESP3.
     Node(redis::aio::PubSubSink),
+    /// RESP3 on one server: an ordinary connection whose messages come as pushes.
+    Push(redis::aio::MultiplexedConnection),
     /// Sharded: one SSUBSCRIBE per channel, since channels of different slots live on different nodes.
     Cluster(ClusterConnection),
 }
@@ -186,6 +221,7 @@ impl SubscriberSink {
     pub async fn subscribe(&mut self, channels: &[Vec<u8>]) -> redis::RedisResult<()> {
         match self {
             SubscriberSink::Node(sink) => sink.subscribe(channels).await,
+            SubscriberSink::Push(conn) => conn.subscribe(channels).await,
             SubscriberSink::Cluster(conn) => {
                 for channel in channels {
                     conn.ssubscribe(channel).await?;
@@ -198,6 +234,7 @@ impl SubscriberSink {
     pub async fn unsubscribe(&mut self, channel: &[u8]) -> redis::RedisResult<()> {
         match self {
             SubscriberSink::Node(sink) => sink.unsubscribe(channel).await,
+            SubscriberSink::Push(conn) => conn.unsubscribe(channel).await,
             SubscriberSink::Cluster(conn) => conn.sunsubscribe(channel).await,
         }
     }
@@ -209,6 +246,7 @@ impl SubscriberSink {
         let ping = async {
             match self {
                 SubscriberSink::Node(sink) => sink.ping::<Value>().await.map(|_| ()),
+                SubscriberSink::Push(conn) => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
                 SubscriberSink::Cluster(conn) => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
             }
         };
@@ -232,7 +270,8 @@ pub(crate) enum Event {
 /// any node's connection broke, since messages may have been lost there).
 pub(crate) enum SubscriberStream {
     Node(redis::aio::PubSubStream),
-    Cluster(mpsc::UnboundedReceiver<PushInfo>),
+    /// RESP3 pushes, of one server or of a cluster's nodes.
+    Push(mpsc::UnboundedReceiver<PushInfo>),
 }
 
 impl SubscriberStream {
@@ -244,7 +283,7 @@ impl SubscriberStream {
                     return Some(Event::Message(channel, msg.get_payload_bytes().to_vec()));
                 }
             },
-            SubscriberStream::Cluster(pushes) => loop {
+            SubscriberStream::Push(pushes) => loop {
                 let push = pushes.recv().await?;
                 let channel = match push.data.first() {
                     Some(Value::BulkString(channel)) => channel.clone(),
@@ -252,16 +291,29 @@ impl SubscriberStream {
                 };
                 match push.kind {
                     PushKind::Disconnection => return None,
-                    PushKind::SMessage => {
+                    PushKind::Message | PushKind::SMessage => {
                         if let Some(Value::BulkString(payload)) = push.data.get(1) {
                             return Some(Event::Message(channel, payload.clone()));
                         }
                     }
-                    PushKind::SUnsubscribe => return Some(Event::Unsubscribed(channel)),
+                    PushKind::Unsubscribe | PushKind::SUnsubscribe => return Some(Event::Unsubscribed(channel)),
                     _ => {}
                 }
             },
         }
+    }
+}
+
+/// Names a connection for CLIENT LIST. An ACL that refuses CLIENT leaves it unnamed
+/// (said at debug level): the name is for operators, never worth failing a lock over.
+pub(crate) async fn set_name(conn: &mut impl redis::aio::ConnectionLike, name: &str) -> redis::RedisResult<()> {
+    match redis::cmd("CLIENT").arg("SETNAME").arg(name).query_async::<Value>(conn).await {
+        Err(e) if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() => Err(e),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not name the connection (CLIENT SETNAME)");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
     }
 }
 

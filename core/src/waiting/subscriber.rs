@@ -63,7 +63,8 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
                 }
             }
             if reconnect {
-                tracing::debug!("pub/sub reconnected; waking every waiter to retry");
+                shared.transport.metrics.reconnected();
+                tracing::info!(channels = wanted.len(), "pub/sub connection made again; waking every waiter to retry");
                 state.channels.values().for_each(Channel::wake_all);
             }
         }
@@ -77,7 +78,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
             tokio::select! {
                 _ = heartbeat.tick(), if shared.waiting.load(Ordering::Acquire) > 0 => {
                     if let Err(e) = sink.check(shared.config.response_timeout).await {
-                        tracing::debug!(error = %e, "a pub/sub server stopped answering; reconnecting");
+                        tracing::info!(error = %e, "a pub/sub server stopped answering; reconnecting");
                         break;
                     }
                 }
@@ -100,7 +101,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
                 _ = shutdown.changed() => return,
             }
         }
-        tracing::debug!("pub/sub connection lost; reconnecting");
+        tracing::info!("pub/sub connection lost; reconnecting");
         let state = shared.state.lock().unwrap();
         state.channels.values().for_each(|c| {
             c.subscribed.send_replace(false);
@@ -144,7 +145,7 @@ async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) 
     if !dropped {
         return Ok(());
     }
-    tracing::debug!(channel = %String::from_utf8_lossy(&name), "the server ended a subscription; subscribing again");
+    tracing::info!(channel = %String::from_utf8_lossy(&name), "the server ended a subscription; subscribing again");
     sink.subscribe(std::slice::from_ref(&name)).await?;
     let state = shared.state.lock().unwrap();
     if let Some(c) = state.channels.get(&name) {
