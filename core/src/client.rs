@@ -10,7 +10,9 @@ use crate::ctx::{Alive, Ctx};
 use crate::error::{Error, Result};
 use crate::lock::holder::Holders;
 use crate::lock::{Lock, LockKind, LockOptions};
+use crate::latch::CountDownLatch;
 use crate::metrics::Metrics;
+use crate::semaphore::Semaphore;
 use crate::renewal::RenewalReport;
 use crate::transport::Transport;
 
@@ -99,9 +101,7 @@ impl Client {
     /// A lock handle with explicit options (kind, explicit holder id or owner field).
     /// Handles for the same name, holder and kind on one client share their hold.
     pub fn lock_with(&self, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Lock> {
-        if self.is_closed() {
-            return Err(Error::shut_down());
-        }
+        self.open_check()?;
         let name = name.as_ref();
         crate::validate::lock_name(name)?;
         if self.ctx.transport.is_cluster() {
@@ -123,6 +123,25 @@ impl Client {
         };
         let holder = self.holders.get_or_create(&self.ctx, name, owner, options.kind);
         Ok(Lock::from_holder(holder, self.alive.clone()))
+    }
+
+    /// A handle on the semaphore `name` (Redisson's `RSemaphore`). Permits are not owned.
+    pub fn semaphore(&self, name: impl AsRef<[u8]>) -> Result<Semaphore> {
+        self.open_check()?;
+        Semaphore::new(self.ctx.clone(), name.as_ref(), self.alive.clone())
+    }
+
+    /// A handle on the count-down latch `name` (Redisson's `RCountDownLatch`).
+    pub fn count_down_latch(&self, name: impl AsRef<[u8]>) -> Result<CountDownLatch> {
+        self.open_check()?;
+        CountDownLatch::new(self.ctx.clone(), name.as_ref(), self.alive.clone())
+    }
+
+    fn open_check(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::shut_down());
+        }
+        Ok(())
     }
 
     /// A fresh holder id, unique within this client (bindings map threads or tasks to these).

@@ -22,13 +22,14 @@
 //!    name), `config`, `runtime`, `metrics` (the counters behind [`Client::metrics`]);
 //! 2. `transport` (the command connection, the subscriber, the publish command and
 //!    the cluster slot of a key), `scripts` (the Lua, one folder per primitive),
-//!    `reply_latch` (Redisson's unlock latch);
+//!    `reply_latch` (Redisson's unlock latch and the sweeping of every reply latch);
 //! 3. engines: `waiting` (the acquire loop and the pub/sub hub with its wake
 //!    policies), `hold` (hold state, loss notices, work that outlives its caller),
 //!    `renewal` (the registry of held holds and renewal rounds), tied together for
-//!    every primitive in `ctx`;
+//!    every primitive in `ctx`; `request` (calls made idempotent by a reply latch);
 //! 4. primitives: `lock` (every kind with an owner: the handle, its holder, the
-//!    protocol of each kind, same-client hand-off, status);
+//!    protocol of each kind, same-client hand-off, status), `semaphore` (permits
+//!    nobody owns) and `latch` (the count-down latch);
 //! 5. `client` (the only module that knows everything) and this facade.
 //!
 //! A newcomer's path: this file -> `client.rs` -> `lock/mod.rs` -> `waiting/mod.rs`
@@ -40,13 +41,16 @@ mod config;
 mod ctx;
 mod error;
 mod hold;
+mod latch;
 mod lock;
 mod metrics;
 mod names;
 mod renewal;
 mod reply_latch;
+mod request;
 pub mod runtime;
 mod scripts;
+mod semaphore;
 mod transport;
 pub mod validate;
 mod waiting;
@@ -55,6 +59,8 @@ pub use client::Client;
 pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
+pub use latch::CountDownLatch;
 pub use metrics::{Histogram, Metrics};
+pub use semaphore::{Permits, Semaphore};
 pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum};
 pub use renewal::RenewalReport;

@@ -48,6 +48,65 @@ impl LockNames {
     }
 }
 
+/// The names of a semaphore or a count-down latch: its key, its channel, and the
+/// prefix of ferrolock's own reply latches for its calls (Redisson's scripts for
+/// these have none; ours answer a retry after a lost reply with the first answer).
+#[derive(Debug, Clone)]
+pub(crate) struct CounterNames {
+    pub name: Vec<u8>,
+    pub display: String,
+    /// `redisson_sc:{n}` (semaphores) or `redisson_countdownlatch__channel__{n}` (latches).
+    pub channel: Vec<u8>,
+    /// `ferrolock_reply:{n}`: `<prefix>:<request-id>` per call.
+    reply_prefix: Vec<u8>,
+}
+
+impl CounterNames {
+    pub fn semaphore(name: &[u8]) -> Self {
+        Self::with_channel(name, prefixed("redisson_sc", name))
+    }
+
+    /// Redisson writes this channel literally, whatever braces the name holds.
+    pub fn count_down_latch(name: &[u8]) -> Self {
+        let mut channel = b"redisson_countdownlatch__channel__{".to_vec();
+        channel.extend_from_slice(name);
+        channel.push(b'}');
+        Self::with_channel(name, channel)
+    }
+
+    fn with_channel(name: &[u8], channel: Vec<u8>) -> Self {
+        CounterNames {
+            name: name.to_vec(),
+            display: String::from_utf8_lossy(name).into_owned(),
+            channel,
+            reply_prefix: prefixed("ferrolock_reply", name),
+        }
+    }
+
+    /// The reply latch of one call.
+    pub fn reply(&self, request_id: &str) -> Vec<u8> {
+        let mut key = self.reply_prefix.clone();
+        key.push(b':');
+        key.extend_from_slice(request_id.as_bytes());
+        key
+    }
+
+    /// As [`LockNames::check_one_slot`]: on a cluster the key, its channel and its
+    /// reply latches must share a slot.
+    pub fn check_one_slot(&self, what: &str) -> crate::error::Result<()> {
+        let first = slot(&self.name);
+        if [&self.channel, &self.reply_prefix].iter().all(|key| slot(key) == first) {
+            return Ok(());
+        }
+        Err(crate::error::Error::invalid(format!(
+            "{what} name {:?} cannot be used on a Redis Cluster: with its braces, Redisson's channel for it \
+             ({:?}) falls in another cluster slot than the {what} itself; remove the braces",
+            self.display,
+            String::from_utf8_lossy(&self.channel),
+        )))
+    }
+}
+
 /// `p:{n}`, or `p:n` when `n` already carries a hash tag.
 pub(crate) fn prefixed(prefix: &str, name: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(prefix.len() + name.len() + 3);

@@ -14,16 +14,29 @@ pub const MIN_LEASE: Duration = Duration::from_millis(1);
 
 /// Checks a lock name: 1 to 4096 bytes.
 pub fn lock_name(name: &[u8]) -> Result<()> {
+    self::name("lock", name)
+}
+
+/// Checks the name of a lock, semaphore or latch (`what`): 1 to 4096 bytes.
+pub fn name(what: &str, name: &[u8]) -> Result<()> {
     if name.is_empty() {
-        return Err(Error::invalid("lock name is empty; give a name of 1 to 4096 bytes"));
+        return Err(Error::invalid(format!("{what} name is empty; give a name of 1 to 4096 bytes")));
     }
     if name.len() > MAX_NAME_LEN {
         return Err(Error::invalid(format!(
-            "lock name is {} bytes long; the limit is {MAX_NAME_LEN} bytes",
+            "{what} name is {} bytes long; the limit is {MAX_NAME_LEN} bytes",
             name.len()
         )));
     }
     Ok(())
+}
+
+/// Checks a number of permits or a count (`what`): `min` to i64::MAX (Redis's integers).
+pub fn count(what: &str, value: u64, min: u64) -> Result<u64> {
+    if value < min || value > i64::MAX as u64 {
+        return Err(Error::invalid(format!("{what} = {value} is out of range; give {min} to {}", i64::MAX)));
+    }
+    Ok(value)
 }
 
 /// Checks a lease: 1 ms to 7 days. Returns it in whole milliseconds.
@@ -86,5 +99,8 @@ mod tests {
         assert!(seconds(f64::NAN, "timeout").is_err());
         assert!(seconds(-0.5, "timeout").is_err());
         assert!(seconds(1.5, "timeout").is_ok());
+        assert!(count("permits", 0, 1).unwrap_err().message().contains("permits = 0"));
+        assert_eq!(count("permits", 0, 0).unwrap(), 0);
+        assert!(count("count", i64::MAX as u64 + 1, 1).is_err());
     }
 }

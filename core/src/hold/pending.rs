@@ -71,6 +71,22 @@ where
     FinishInBackground::new(call, ctx.runtime.clone()).await
 }
 
+/// Runs `call` to completion even if the caller goes away (counted as a call in
+/// flight, so shutdown waits for it), for primitives without holders to serialise.
+pub(crate) async fn to_completion<T, Fut>(ctx: &Arc<Ctx>, call: Fut) -> T
+where
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let guard = ctx.begin_call();
+    let call = async move {
+        let output = call.await;
+        drop(guard);
+        output
+    };
+    FinishInBackground::new(call, ctx.runtime.clone()).await
+}
+
 /// A future that, if dropped before it completes, finishes in a spawned task: the
 /// operation's effects (and the undo of an acquisition nobody takes) still happen.
 struct FinishInBackground<T: Send + 'static> {

@@ -7,30 +7,38 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-const ACQUIRE_LUA: &str = include_str!("lock/acquire.lua");
-const RELEASE_LUA: &str = include_str!("lock/release.lua");
-const RENEW_LUA: &str = include_str!("lock/renew.lua");
-const FORCE_UNLOCK_LUA: &str = include_str!("lock/force_unlock.lua");
-const EXTEND_LUA: &str = include_str!("lock/extend.lua");
-const HOLDER_INFO_LUA: &str = include_str!("lock/holder_info.lua");
+/// Declares each script once: its source file and its static, both in [`ALL`].
+macro_rules! scripts {
+    ($($name:ident = $file:literal;)*) => {
+        $(pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!($file)));)*
+        /// Every script with its source, loaded on each new connection.
+        pub(crate) static ALL: LazyLock<Vec<(&'static str, &'static Script)>> =
+            LazyLock::new(|| vec![$((include_str!($file), &*$name)),*]);
+    };
+}
 
-/// Every script, loaded on each new connection.
-pub(crate) const SOURCES: [&str; 6] = [ACQUIRE_LUA, RELEASE_LUA, RENEW_LUA, FORCE_UNLOCK_LUA, EXTEND_LUA, HOLDER_INFO_LUA];
-
-pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_LUA));
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_LUA));
-pub(crate) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(RENEW_LUA));
-pub(crate) static FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(FORCE_UNLOCK_LUA));
-pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_LUA));
-pub(crate) static HOLDER_INFO: LazyLock<Script> = LazyLock::new(|| Script::new(HOLDER_INFO_LUA));
+scripts! {
+    ACQUIRE = "lock/acquire.lua";
+    RELEASE = "lock/release.lua";
+    RENEW = "lock/renew.lua";
+    FORCE_UNLOCK = "lock/force_unlock.lua";
+    EXTEND = "lock/extend.lua";
+    HOLDER_INFO = "lock/holder_info.lua";
+    SEMAPHORE_TRY_SET = "semaphore/try_set_permits.lua";
+    SEMAPHORE_ACQUIRE = "semaphore/acquire.lua";
+    SEMAPHORE_RELEASE = "semaphore/release.lua";
+    SEMAPHORE_GIVE_BACK = "semaphore/give_back.lua";
+    SEMAPHORE_DRAIN = "semaphore/drain.lua";
+    LATCH_TRY_SET = "latch/try_set_count.lua";
+    LATCH_COUNT_DOWN = "latch/count_down.lua";
+}
 
 /// The Redis command called on a line of one of our scripts, from an error that
 /// names the script by SHA and the line (`script: <sha>, on @user_script:<line>.`).
 pub(crate) fn command_at(error: &str) -> Option<String> {
     let sha = error.split("script: ").nth(1)?.get(..40)?;
     let line: usize = error.split("@user_script:").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-    let scripts: [&Script; 6] = [&ACQUIRE, &RELEASE, &RENEW, &FORCE_UNLOCK, &EXTEND, &HOLDER_INFO];
-    let source = SOURCES.iter().zip(scripts).find(|(_, s)| s.get_hash() == sha)?.0;
+    let source = ALL.iter().find(|(_, s)| s.get_hash() == sha)?.0;
     let text = source.lines().nth(line.checked_sub(1)?)?;
     let call = text.split("call(").nth(1)?;
     let command = call.trim_start_matches(['\'', '"']).split(['\'', '"']).next()?;

@@ -249,14 +249,14 @@ async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> Redi
 /// command per script, since the cluster connection sends each to every node.
 async fn load_scripts(link: &mut Link) -> RedisResult<()> {
     if let Link::Cluster(_) = link {
-        for source in scripts::SOURCES {
-            redis::cmd("SCRIPT").arg("LOAD").arg(source).query_async::<Value>(&mut *link).await?;
+        for (source, _) in scripts::ALL.iter() {
+            redis::cmd("SCRIPT").arg("LOAD").arg(*source).query_async::<Value>(&mut *link).await?;
         }
         return Ok(());
     }
     let mut load = redis::pipe();
-    for source in scripts::SOURCES {
-        load.cmd("SCRIPT").arg("LOAD").arg(source).ignore();
+    for (source, _) in scripts::ALL.iter() {
+        load.cmd("SCRIPT").arg("LOAD").arg(*source).ignore();
     }
     load.query_async::<()>(link).await
 }
