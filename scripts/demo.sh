@@ -3,9 +3,29 @@
 # then runs `ferrolock demo`: workers in Rust, Python, Node and C contend on one
 # lock on a scratch redis-server. Arguments go to `ferrolock demo`
 # (e.g. --seconds 30, --url redis://host:6379).
+#
+# The build's output goes to a log file (FERROLOCK_DEMO_LOG, default
+# target/demo-build.log); the terminal gets one line per build step, and the
+# log's last lines if the build fails. FERROLOCK_PROFILE (default release: the
+# demo shows hand-off times) and FERROLOCK_DEMO_BUILD (the build command, default
+# `bash scripts/build.sh`; its lines starting "== " are the steps) are for tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Release builds: the demo shows hand-off times.
-export FERROLOCK_PROFILE=release
-bash scripts/build.sh >&2
-exec "${CARGO_TARGET_DIR:-$PWD/target}/release/ferrolock" demo "$@"
+export FERROLOCK_PROFILE="${FERROLOCK_PROFILE:-release}"
+build="${FERROLOCK_DEMO_BUILD:-bash scripts/build.sh}"
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
+log="${FERROLOCK_DEMO_LOG:-$target/demo-build.log}"
+mkdir -p "$(dirname "$log")"
+
+echo "Building the ferrolock CLI, the four workers and their bindings ($FERROLOCK_PROFILE; full output in $log)"
+started=$SECONDS
+# build.sh announces each step with a line starting "== "; only those reach the terminal.
+if ! $build 2>&1 | tee "$log" | sed -un 's/^== \(build[^:]*: \)\{0,1\}\(.*\)/  building \2/p'; then
+    echo "The build failed; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+fi
+echo "Built in $((SECONDS - started)) s."
+echo
+exec "$target/$FERROLOCK_PROFILE/ferrolock" demo "$@"

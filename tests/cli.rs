@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{channel_of, eventually, finish, free_port, keys, numsub, target_binary, Finished, RedisServer, ScratchDir};
+use ferrolock_harness::{
+    channel_of, eventually, finish, free_port, keys, numsub, target_binary, Finished, RedisServer, ScratchDir, Worker,
+};
 
 /// A directory for the files the commands write. Dropping it also creates `stop`,
 /// which ends every holding script still running (they give up after a minute anyway).
@@ -203,6 +205,10 @@ fn usage_errors_exit_2() {
         (&["status"], "<NAME>"),
         (&["status", ""], "lock name is empty"),
         (&["run", "", "--", "true"], "lock name is empty"),
+        (&["run", "name", "-c", "true", "--", "true"], "--command"),
+        (&["run", "name", "-c", "true", "extra"], "--command"),
+        (&["run", "name", "-c"], "--command"),
+        (&["status", "name", "--check", "--check"], "--check"),
     ];
     for (args, mentions) in cases {
         // Nothing listens here: a usage error must be reported before any connection.
@@ -237,7 +243,8 @@ fn unreachable_server_exits_69_fast_without_showing_the_password() {
     let bin = target_binary("ferrolock");
     let port = free_port(); // nothing listens on it once the probe socket is gone
     let url = format!("redis://user:s3cret@127.0.0.1:{port}");
-    let runs: [&[&str]; 3] = [&["run", "x", "--", "true"], &["status", "x"], &["unlock", "--force", "x"]];
+    let runs: [&[&str]; 5] =
+        [&["run", "x", "--", "true"], &["run", "x", "-c", "true"], &["status", "x"], &["status", "x", "--check"], &["unlock", "--force", "x"]];
     for args in runs {
         let started = Instant::now();
         let out = finish(Command::new(&bin).arg("--url").arg(&url).args(args).env_remove("REDIS_URL"));
@@ -638,6 +645,15 @@ impl Terminal {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
     }
 
+    /// A terminal `columns` wide (a new pty has no size; ferrolock then assumes 80).
+    fn with_width(self, columns: u16) -> Terminal {
+        use std::os::fd::AsRawFd;
+        let size = libc::winsize { ws_row: 24, ws_col: columns, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: TIOCSWINSZ reads a winsize from the pointer.
+        assert_eq!(unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) }, 0);
+        self
+    }
+
     async fn wait_for_text(&self, text: &str) {
         eventually(Duration::from_secs(10), &format!("{text:?} on the terminal"), || {
             let shown = self.screen().contains(text);
@@ -678,7 +694,7 @@ async fn terminal_shows_the_holder_while_waiting() {
     let terminal = Terminal::open();
     let waiter = terminal.start(&mut run_cmd(&server, &[], "tty", &sh("echo acquired-now")));
     terminal.wait_for_text("waiting").await;
-    terminal.wait_for_text("s lease left").await;
+    terminal.wait_for_text("held, lease renewed").await;
     // The owner field may be cut to the terminal's width; its client id is shown.
     terminal.wait_for_text(&owner[..8]).await;
     scratch.stop();
@@ -726,4 +742,250 @@ async fn ctrl_c_reaches_cmd_once() {
     assert_eq!(running.exit_code(Duration::from_secs(10)).await, 5);
     assert_eq!(scratch.read("got").as_deref(), Some("INT\nUSR1"));
     assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn dash_c_runs_a_shell_command_like_flock() {
+    let server = RedisServer::start();
+    let out = finish(&mut ferrolock(&server, &["run", "--fenced", "shell", "-c", "echo \"token $FERROLOCK_TOKEN\" | tr a-z A-Z; exit 3"]));
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (3, "TOKEN 1\n", ""), "{out:?}");
+    // Before NAME too, and with the long name.
+    let out = finish(&mut ferrolock(&server, &["run", "-c", "echo \"$0\"", "shell"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "sh\n"), "{out:?}");
+    let out = finish(&mut ferrolock(&server, &["run", "shell", "--command=kill -TERM $$"]));
+    assert_eq!(out.code, 128 + 15, "{out:?}");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn status_check_exits_0_when_held_and_1_when_free() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let out = finish(&mut ferrolock(&server, &["status", "checked", "--check"]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("free"), "the status is still printed: {out:?}");
+    // Without --check: 0 either way, as before.
+    assert_eq!(finish(&mut ferrolock(&server, &["status", "checked"])).code, 0);
+
+    let holder = Running::start(&mut run_cmd(&server, &[], "checked", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let out = finish(&mut ferrolock(&server, &["status", "checked", "--check", "--json"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(serde_json::from_str::<serde_json::Value>(out.stdout.trim()).unwrap()["locked"], true, "{out:?}");
+    // What a script does with it.
+    let script = "if ferrolock status --check checked >/dev/null; then echo busy; else echo free; fi";
+    let path = format!("{}:{}", target_binary("ferrolock").parent().unwrap().display(), std::env::var("PATH").unwrap());
+    let out = finish(Command::new("sh").args(["-c", script]).env("PATH", &path).env("REDIS_URL", server.url()));
+    assert_eq!(out.stdout, "busy\n", "{out:?}");
+
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    let out = finish(Command::new("sh").args(["-c", script]).env("PATH", &path).env("REDIS_URL", server.url()));
+    assert_eq!(out.stdout, "free\n", "{out:?}");
+    // A key that is not a lock: its own code, not "free".
+    let mut conn = server.raw().await;
+    let _: () = redis::cmd("SET").arg("checked").arg("x").query_async(&mut conn).await.unwrap();
+    assert_eq!(finish(&mut ferrolock(&server, &["status", "checked", "--check"])).code, 65);
+}
+
+#[test]
+fn help_documents_dash_c_and_status_check() {
+    let bin = target_binary("ferrolock");
+    let out = finish(Command::new(&bin).args(["run", "--help"]));
+    assert!(out.stdout.contains("-c, --command <SHELL_COMMAND>") && out.stdout.contains("flock -c"), "{out:?}");
+    let out = finish(Command::new(&bin).args(["status", "--help"]));
+    assert!(out.stdout.contains("--check") && out.stdout.contains("0 when held and 1 when free"), "{out:?}");
+    let out = finish(Command::new(&bin).arg("--help"));
+    assert!(out.stdout.contains("status --check: 0 held") && out.stdout.contains("status --check: 1 free"), "{out:?}");
+}
+
+#[tokio::test]
+async fn terminal_says_held_lease_renewed_instead_of_counting_down_a_renewed_lease() {
+    let server = RedisServer::start();
+    // A holder in another language, which stores no holder info: its renewals show as
+    // a lease left that grew between two looks.
+    let mut worker = Worker::start("rust", &server.url(), 600);
+    assert_eq!(worker.call("acquire renewed plain"), "ok -");
+    let terminal = Terminal::open();
+    let waiter = terminal.start(&mut run_cmd(&server, &[], "renewed", &sh("echo acquired-now")));
+    terminal.wait_for_text("held, lease renewed, by ").await;
+    assert_eq!(worker.call("release renewed"), "ok");
+    assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 0);
+    terminal.wait_for_text("acquired-now").await;
+    worker.quit();
+
+    // An explicit lease is never renewed: it counts down.
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &["--lease", "30"], "leased", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let terminal = Terminal::open();
+    let waiter = terminal.start(&mut run_cmd(&server, &[], "leased", &sh("true")));
+    terminal.wait_for_text("s lease left, held by ").await;
+    // Two seconds of looks later, still a countdown.
+    terminal.wait_for_text(" 27.").await;
+    assert!(!terminal.screen().contains("renewed"), "{:?}", terminal.screen());
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 0);
+    assert_nothing_locked(&server).await;
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string()
+}
+
+/// The holder-info keys on `server` (`ferrolock_holder_info:...`).
+async fn info_keys(server: &RedisServer) -> Vec<String> {
+    let mut conn = server.raw().await;
+    keys(&mut conn).await.into_iter().filter(|k| k.starts_with("ferrolock_holder_info:")).collect()
+}
+
+#[tokio::test]
+async fn status_shows_a_ferrolock_run_holders_host_pid_and_command_while_it_holds() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let script = format!(
+        "echo ready > {ready}; i=0; while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        ready = scratch.path("ready"),
+        stop = scratch.path("stop"),
+    );
+    // A short watchdog: renewed every 0.2 s, so the info has to be written again as often.
+    let holder = Running::start(&mut ferrolock(&server, &["run", "--watchdog", "0.6", "held-by", "-c", &script]));
+    scratch.wait_for("ready").await;
+    let expected = serde_json::json!({"host": hostname(), "pid": holder.pid(), "cmd": script, "renewed": true});
+    let held = status_json(&server, "held-by").await;
+    assert_eq!(held["holders"][0]["info"], expected, "{held}");
+    let text = finish(&mut ferrolock(&server, &["status", "held-by"]));
+    let shown = format!("ferrolock run on {}, pid {}: {script}", hostname(), holder.pid());
+    assert!(text.stdout.contains(&shown), "{text:?}");
+
+    // The info key lives only as long as the lease it was written with: it lasts
+    // because it is written again after renewals. Seen written again three times
+    // (its TTL went up instead of down), and still there.
+    let key = info_keys(&server).await.pop().expect("an info key");
+    let conn = server.raw().await;
+    let pttl = || {
+        let (mut conn, key) = (conn.clone(), key.clone());
+        async move { (redis::cmd("PTTL").arg(&key).query_async::<i64>(&mut conn).await.unwrap(), Instant::now()) }
+    };
+    for round in 0..3 {
+        let (first, at) = pttl().await;
+        assert!(first > 0, "the info key has the lock's TTL: {first}");
+        eventually(Duration::from_secs(10), &format!("the info key written again (round {round})"), || async {
+            let (now, seen_at) = pttl().await;
+            // Counted down, it would be `first` minus the time since; a rewrite puts it above.
+            now > first - seen_at.duration_since(at).as_millis() as i64 + 50
+        })
+        .await;
+    }
+    assert_eq!(status_json(&server, "held-by").await["holders"][0]["info"], expected);
+
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    let free = status_json(&server, "held-by").await;
+    assert_eq!(free["holders"], serde_json::json!([]), "{free}");
+    assert!(info_keys(&server).await.is_empty(), "the release removes the info");
+
+    // CMD's words are quoted as a shell would need them; an explicit lease is not renewed.
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &["--lease", "30"], "held-by", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let info = status_json(&server, "held-by").await["holders"][0]["info"].clone();
+    assert_eq!(info["renewed"], false, "{info}");
+    assert!(info["cmd"].as_str().unwrap().starts_with("sh -c 'echo ready > "), "{info}");
+    // A waiter on a terminal shows who is in the way.
+    let terminal = Terminal::open().with_width(400);
+    let waiter = terminal.start(&mut run_cmd(&server, &[], "held-by", &sh("true")));
+    terminal.wait_for_text(&format!("(ferrolock run on {}, pid {}: sh -c 'echo ready", hostname(), holder.pid())).await;
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 0);
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn rust_log_shows_core_events_on_stderr_and_nothing_without_it() {
+    let server = RedisServer::start();
+    for rust_log in [Some("info"), None] {
+        let scratch = Scratch::new();
+        let mut cmd = run_cmd(&server, &["--watchdog", "0.6"], "logged", &scratch.holder_script(&[]));
+        match rust_log {
+            Some(filter) => cmd.env("RUST_LOG", filter),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let holder = Running::start(&mut cmd);
+        scratch.wait_for("ready").await;
+        // Cut ferrolock's connections (not this one: SKIPME): its next renewal reconnects.
+        let conn = server.raw().await;
+        let mut c = conn.clone();
+        let killed: i64 = redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("normal").query_async(&mut c).await.unwrap();
+        assert!(killed >= 1, "no ferrolock connection to cut");
+        // Renewed again after the cut: it has reconnected.
+        let before: i64 = redis::cmd("PTTL").arg("logged").query_async(&mut c).await.unwrap();
+        eventually(Duration::from_secs(10), "a renewal after the reconnect", || {
+            let mut conn = conn.clone();
+            async move { redis::cmd("PTTL").arg("logged").query_async::<i64>(&mut conn).await.unwrap() > before }
+        })
+        .await;
+        scratch.stop();
+        let out = holder.finish(Duration::from_secs(10)).await;
+        assert_eq!(out.code, 0, "{out:?}");
+        match rust_log {
+            Some(_) => {
+                let line = out.stderr.lines().find(|l| l.contains(" INFO ") && l.contains("connection")).unwrap_or_else(|| panic!("no INFO line about the reconnect: {out:?}"));
+                assert!(line.contains("ferrolock"), "the target names ferrolock: {line:?}");
+            }
+            None => assert_eq!(out.stderr, "", "logs are off without RUST_LOG"),
+        }
+    }
+    // A filter that does not parse: said once, and the command still runs.
+    let out = finish(&mut run_cmd(&server, &[], "logged", &sh("echo ran")).env("RUST_LOG", "ferrolock=loud"));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "ran\n"), "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: RUST_LOG=\"ferrolock=loud\" is not a log filter"), "{out:?}");
+}
+
+#[tokio::test]
+async fn app_name_names_every_connection_in_client_list() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let conn = server.raw().await;
+    let names = || {
+        let mut conn = conn.clone();
+        async move {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut conn).await.unwrap();
+            list.lines().filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("name="))).filter(|n| !n.is_empty()).map(String::from).collect::<Vec<_>>()
+        }
+    };
+    // --app-name, and FERROLOCK_APP_NAME for the waiter (which subscribes: a second connection).
+    let holder = Running::start(&mut run_cmd(&server, &["--app-name", "billing.v2"], "named", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let mut waiter_cmd = run_cmd(&server, &[], "named", &sh("true"));
+    let waiter = Running::start(waiter_cmd.env("FERROLOCK_APP_NAME", "reports"));
+    eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, &channel_of("named")).await == 1 }
+    })
+    .await;
+    let owner = status_json(&server, "named").await["holders"][0]["owner"].as_str().unwrap().to_string();
+    let client_id = owner.rsplit_once(':').unwrap().0.to_string();
+    let seen = names().await;
+    assert!(seen.iter().any(|n| *n == format!("ferrolock:{client_id}:billing.v2")), "the holder's connection: {seen:?}");
+    let waiters: Vec<&String> = seen.iter().filter(|n| n.ends_with(":reports")).collect();
+    assert!(waiters.len() >= 2 && waiters.iter().all(|n| n.starts_with("ferrolock:")), "the waiter's command and pub/sub connections: {seen:?}");
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(waiter.finish(Duration::from_secs(10)).await.code, 0);
+    // Without one: ferrolock:<client id>.
+    let scratch = Scratch::new();
+    let holder = Running::start(&mut run_cmd(&server, &[], "named", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    let owner = status_json(&server, "named").await["holders"][0]["owner"].as_str().unwrap().to_string();
+    let client_id = owner.rsplit_once(':').unwrap().0.to_string();
+    assert!(names().await.contains(&format!("ferrolock:{client_id}")), "{:?}", names().await);
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    // A bad name is a usage error before connecting.
+    let out = finish(Command::new(target_binary("ferrolock")).args(["--app-name", "my app", "status", "x"]).env("REDIS_URL", "redis://127.0.0.1:1"));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--app-name \"my app\""), "{out:?}");
 }

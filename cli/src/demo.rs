@@ -5,16 +5,20 @@
 //! was lost and that fencing tokens followed the order of the sections.
 //!
 //! With no `--url` and no `REDIS_URL` it runs its own redis-server on a free
-//! loopback port in a temp dir. The workers come from this repository's bindings,
-//! built by `bash scripts/build.sh` (`bash scripts/demo.sh` builds, then runs this).
+//! loopback port in a temp dir. The workers come from the repository this binary
+//! was built from (or `--workers DIR`), built by `bash scripts/build.sh`
+//! (`bash scripts/demo.sh` builds, then runs this). An installed binary (`cargo
+//! install --path cli`) finds them there too; when something is missing it says
+//! what, and the command that builds it, before starting anything.
 
+mod picture;
 mod stats;
 mod view;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ferrolock_harness::{own_target_dir, RedisServer, ScratchDir, SectionLog, Worker, LANGUAGES};
+use ferrolock_harness::{own_profile, own_target_dir, RedisServer, ScratchDir, SectionLog, Worker, LANGUAGES};
 
 use crate::target::redact;
 use stats::{summarize, Summary};
@@ -24,8 +28,8 @@ const PROCESSES_PER_LANGUAGE: usize = 2;
 
 const EXIT_FAILED: i32 = 1;
 
-pub fn run(url: Option<String>, seconds: u64, workers: Option<PathBuf>) -> i32 {
-    match Demo::new(url, seconds, workers).and_then(|demo| demo.run()) {
+pub fn run(url: Option<String>, seconds: u64, workers: Option<PathBuf>, keep_logs: Option<PathBuf>) -> i32 {
+    match Demo::new(url, seconds, workers, keep_logs).and_then(|demo| demo.run()) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("ferrolock demo: {message}");
@@ -40,36 +44,73 @@ struct Demo {
     server: Option<RedisServer>,
     seconds: u64,
     workers_dir: PathBuf,
-    dir: ScratchDir,
+    /// The cargo target directory the launchers take the built workers from.
+    target_dir: PathBuf,
+    /// Removed (with what is in it) when the demo ends.
+    _scratch: ScratchDir,
+    /// Where the section logs and the counter go: `--logs DIR` (kept), else `dir`.
+    logs_dir: PathBuf,
     name: String,
 }
 
+/// The repository this binary was built from (a `cargo install --path cli` too).
+fn built_from() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    repo.canonicalize().unwrap_or(repo)
+}
+
 impl Demo {
-    fn new(url: Option<String>, seconds: u64, workers: Option<PathBuf>) -> Result<Demo, String> {
-        let workers_dir = workers.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/workers"));
+    fn new(url: Option<String>, seconds: u64, workers: Option<PathBuf>, keep_logs: Option<PathBuf>) -> Result<Demo, String> {
+        let workers_dir = workers.unwrap_or_else(|| built_from().join("tests").join("workers"));
         if !workers_dir.join("run-rust").exists() {
             return Err(format!(
-                "no workers in {}: run the demo from a clone of the repository (bash scripts/demo.sh), or pass --workers DIR",
-                workers_dir.display()
+                "no workers in {dir}. The demo runs the workers of a ferrolock repository clone \
+                 (tests/workers/run-{{rust,python,node,c}}, with the bindings built); this binary was \
+                 built from {repo}. In a clone: `bash scripts/demo.sh` (builds everything, then runs \
+                 the demo), or `FERROLOCK_PROFILE={profile} bash scripts/build.sh` and then \
+                 `ferrolock demo --workers CLONE/tests/workers`",
+                dir = workers_dir.display(),
+                repo = built_from().display(),
+                profile = own_profile()
             ));
         }
+        let target_dir = find_built_workers(&workers_dir)?;
+        let dir = ScratchDir::new("demo")?;
+        let logs_dir = match keep_logs {
+            Some(keep) => {
+                std::fs::create_dir_all(&keep).map_err(|e| format!("cannot create {}: {e}", keep.display()))?;
+                keep
+            }
+            None => dir.path().to_path_buf(),
+        };
         let (url, server) = match url {
             Some(url) => (url, None),
+            None if !on_path("redis-server") => {
+                return Err("no redis-server on PATH: install it (e.g. apt-get install redis-server; \
+                            scripts/build.sh does) or give a server with --url redis://HOST:PORT"
+                    .to_string())
+            }
             None => {
                 let server = RedisServer::try_start(&[])?;
                 (server.url(), Some(server))
             }
         };
-        let dir = ScratchDir::new("demo")?;
-        Ok(Demo { url, server, seconds, workers_dir, dir, name: format!("ferrolock:demo:{}", std::process::id()) })
+        let name = format!("ferrolock:demo:{}", std::process::id());
+        Ok(Demo { url, server, seconds, workers_dir, target_dir, _scratch: dir, logs_dir, name })
     }
 
     fn run(self) -> Result<i32, String> {
         let mut workers = self.start_workers()?;
-        let counter = self.dir.join("counter");
-        let mut logs: Vec<SectionLog> = (0..workers.len()).map(|i| SectionLog::new(self.dir.join(format!("{i}.log")))).collect();
+        let counter = self.logs_dir.join("counter");
+        let log_of = |i: usize, lang: &str| self.logs_dir.join(format!("{i}-{lang}.log"));
+        for (i, worker) in workers.iter().enumerate() {
+            // A log kept from an earlier run would be read as this run's sections.
+            let _ = std::fs::remove_file(log_of(i, worker.lang));
+        }
+        let _ = std::fs::remove_file(&counter);
+        let mut logs: Vec<SectionLog> = workers.iter().enumerate().map(|(i, w)| SectionLog::new(log_of(i, w.lang))).collect();
         for (i, worker) in workers.iter_mut().enumerate() {
-            let log = self.dir.join(format!("{i}.log"));
+            let log = log_of(i, worker.lang);
             worker.send(&format!("count {} {} {} 0 {} 0", self.name, counter.display(), log.display(), self.seconds));
         }
 
@@ -104,7 +145,8 @@ impl Demo {
             worker.try_quit().map_err(|e| format!("the {lang} worker (pid {pid}) did not quit cleanly: {e}"))?;
         }
 
-        let summary = summarize(&LANGUAGES, &refresh_logs(&langs, &mut logs)?);
+        let process_logs = refresh_logs(&langs, &mut logs)?;
+        let summary = summarize(&LANGUAGES, &process_logs);
         view.finish(&summary);
         let counted: usize = std::fs::read_to_string(&counter)
             .map_err(|e| format!("reading the counter: {e}"))?
@@ -114,6 +156,15 @@ impl Demo {
         let reported: u64 = done.iter().map(|n| n.unwrap_or(0)).sum();
         let lost_updates = summary.sections as i64 - counted as i64;
         print_report(&summary, counted, lost_updates);
+        print_terms();
+        println!();
+        for line in picture::timeline(&LANGUAGES, &process_logs) {
+            println!("{line}");
+        }
+        println!();
+        for line in picture::wait_histogram(&LANGUAGES, &process_logs) {
+            println!("{line}");
+        }
         self.clean_up();
 
         let mut failures = Vec::new();
@@ -139,7 +190,7 @@ impl Demo {
 
     /// Starts every worker at once and waits for all to be ready; any failure stops the demo.
     fn start_workers(&self) -> Result<Vec<Worker>, String> {
-        let target = own_target_dir();
+        let target = self.target_dir.clone();
         let started: Vec<Result<Worker, String>> = std::thread::scope(|scope| {
             let handles: Vec<_> = LANGUAGES
                 .iter()
@@ -169,12 +220,89 @@ impl Demo {
     }
 }
 
+/// The cargo target directory holding the built Rust and C workers of this binary's
+/// profile: `$CARGO_TARGET_DIR`, this binary's own (a build in the repository), or the
+/// repository's `target` (an installed binary). When `workers_dir` is a repository's
+/// `tests/workers`, everything the four workers need is checked first, and what is
+/// missing is listed with the command that builds it. Other worker directories (the
+/// `--workers` of a test) are left to their launchers.
+fn find_built_workers(workers_dir: &Path) -> Result<PathBuf, String> {
+    let profile = own_profile();
+    let repo = workers_dir.join("../..");
+    let repo = repo.canonicalize().unwrap_or(repo);
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        // Relative the way the launchers read it: from the repository.
+        candidates.push(repo.join(dir));
+    }
+    candidates.push(own_target_dir());
+    candidates.push(repo.join("target"));
+    let found = candidates.iter().find(|dir| dir.join(profile).join("ferrolock-worker").is_file()).cloned();
+    if !repo.join("scripts").join("build.sh").is_file() {
+        return Ok(found.unwrap_or_else(own_target_dir));
+    }
+    let target = found.clone().unwrap_or_else(|| repo.join("target"));
+    let mut missing = Vec::new();
+    if found.is_none() {
+        missing.push(format!("the Rust worker ({})", target.join(profile).join("ferrolock-worker").display()));
+    }
+    let c_worker = target.join(profile).join("ferrolock-worker-c");
+    if !c_worker.is_file() {
+        missing.push(format!("the C worker and libferrolock ({})", c_worker.display()));
+    }
+    let python = repo.join("bindings-python/.venv/bin/python");
+    if !python.exists() {
+        missing.push(format!("the Python binding's virtualenv ({})", python.display()));
+    }
+    if !on_path("node") {
+        missing.push("Node.js (the node command, >= 20)".to_string());
+    }
+    let addon = repo.join("bindings-node/ferrolock.node");
+    if !addon.is_file() {
+        missing.push(format!("the Node addon ({})", addon.display()));
+    }
+    if missing.is_empty() {
+        return Ok(target);
+    }
+    Err(format!(
+        "the demo runs workers in Rust, Python, Node and C from the repository at {repo} \
+         ({profile} builds: this ferrolock is one), and these are not built:\n  - {list}\n\
+         Build them with:\n  cd {repo} && FERROLOCK_PROFILE={profile} bash scripts/build.sh\n\
+         (it installs what is missing: redis-server, gcc, Node.js, a Python venv), or build and \
+         run the whole demo with: bash {repo}/scripts/demo.sh",
+        repo = repo.display(),
+        list = missing.join("\n  - ")
+    ))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
 /// Every worker's sections so far, reading only what the logs gained since last time.
 fn refresh_logs<'a>(langs: &[&'static str], logs: &'a mut [SectionLog]) -> Result<Vec<stats::ProcessLog<'a>>, String> {
     for log in logs.iter_mut() {
         log.refresh()?;
     }
     Ok(langs.iter().zip(logs.iter()).map(|(&lang, log)| (lang, log.sections.as_slice())).collect())
+}
+
+/// One line per term of the table and the report.
+pub const TERMS: [(&str, &str); 6] = [
+    ("critical section", "acquire, add 1 to a shared counter file (read, then write), release"),
+    ("hand-off", "the lock passing from one worker process to another that was waiting for it"),
+    ("from other languages", "hand-offs from a worker in another language (e.g. from Python to C)"),
+    ("hand-off p50 / p99", "from a release to the waiting worker's acquisition: median, 99th percentile"),
+    ("lost updates", "increments lost to two workers holding the lock at once: must be 0"),
+    ("fencing tokens", "each acquisition's token is larger than the one before it"),
+];
+
+fn print_terms() {
+    println!();
+    println!("what the terms mean:");
+    for (term, meaning) in TERMS {
+        println!("  {term:<20}  {meaning}");
+    }
 }
 
 fn print_report(summary: &Summary, counted: usize, lost_updates: i64) {

@@ -12,7 +12,8 @@
 
 use ferrolock::{Error, ErrorKind};
 
-/// The lock was not acquired within --wait (unless --conflict-exit-code says otherwise).
+/// The lock was not acquired within --wait (unless --conflict-exit-code says otherwise);
+/// `status --check`: the lock is free.
 pub const CONFLICT: i32 = 1;
 /// Bad command line: unknown option, missing CMD, bad duration, bad URL or lock name.
 pub const USAGE: i32 = 2;
@@ -42,8 +43,10 @@ pub const SIGNAL_BASE: i32 = 128;
 /// The table as shown by `--help`.
 pub const TABLE: &str = "\
 Exit status:
-  0 or CMD's   run: CMD's own exit status; status, unlock: 0 whether locked or not
-  1            run: lock not acquired within --wait (change with --conflict-exit-code)
+  0 or CMD's   run: CMD's own exit status; status, unlock: 0 whether locked or not;
+               status --check: 0 held
+  1            run: lock not acquired within --wait (change with --conflict-exit-code);
+               status --check: 1 free
   2            usage error (bad option, missing CMD, bad duration, URL or lock name)
   65           the key at the lock name is not a lock (another type of Redis key)
   69           Redis unavailable: connection refused or timed out, bad credentials

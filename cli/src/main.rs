@@ -2,12 +2,12 @@
 //!
 //! ```text
 //! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced | --all]
-//!                           [--conflict-exit-code N] [--kill-after SECS] -- CMD [ARGS...]
-//! ferrolock [CONNECTION] status NAME [--json]
+//!                           [--conflict-exit-code N] [--kill-after SECS] (-- CMD [ARGS...] | -c SHELL_COMMAND)
+//! ferrolock [CONNECTION] status NAME [--json] [--check]
 //! ferrolock [CONNECTION] unlock --force NAME
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
-//! CONNECTION: [--url URL]... [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS]
+//! CONNECTION: [--url URL]... [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS] [--app-name NAME]
 //! ```
 //!
 //! The URL is `--url` (accepted before or after the subcommand), else `REDIS_URL`,
@@ -34,14 +34,16 @@
 //! (never an option: any user on the machine can read a command line). Behind Sentinel
 //! an acquire waits until a replica acknowledged it (`--replica-ack-timeout`, default
 //! 1 s) and fails with exit 76 when none did; `--no-replica-ack` turns that off.
-//! Diagnostics go to stderr, prefixed `ferrolock:`.
+//! Diagnostics go to stderr, prefixed `ferrolock:`; core's log events too when
+//! `RUST_LOG` asks for them (off otherwise). `--app-name NAME` (or `FERROLOCK_APP_NAME`)
+//! names the connections `ferrolock:<client id>:NAME` in `CLIENT LIST`.
 //!
 //! Exit status:
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free), `unlock` (locked or not) |
-//! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`) |
+//! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free; with `--check`: held), `unlock` (locked or not) |
+//! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`); `status --check`: free |
 //! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force`, `--fenced` with several URLs, a URL given twice |
 //! | 65 | the key at the lock name is not a lock |
 //! | 69 | Redis unavailable: refused, timed out, bad credentials (several URLs: fewer than the quorum answer) |
@@ -104,7 +106,13 @@ breaks it on each. A master that does not answer counts against the quorum. Ther
 no fencing token over several masters (--fenced is refused). Redlock is not safe when
 a master restarts without persistence before the lease ran out (restart it only
 after the longest lease, or run it with appendonly yes + appendfsync always), when a
-server clock jumps forward, or when the holder pauses longer than the lease.";
+server clock jumps forward, or when the holder pauses longer than the lease.
+
+Logs are off unless $RUST_LOG asks for them (a tracing filter, e.g. RUST_LOG=ferrolock=info):
+reconnects and resubscribes at info, renewals that failed and lost holds at warn,
+connection details at debug; on stderr, never with a password. Every connection is
+named ferrolock:<client id>[:<app name>] (--app-name, else $FERROLOCK_APP_NAME), so
+CLIENT LIST on the server tells which process holds which connection.";
 
 #[derive(Parser)]
 #[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
@@ -134,6 +142,12 @@ struct Cli {
           allow_negative_numbers = true, conflicts_with = "no_replica_ack")]
     replica_ack_timeout: Option<Duration>,
 
+    /// Names this process's Redis connections `ferrolock:<client id>:NAME` (CLIENT SETNAME),
+    /// so that CLIENT LIST tells which application holds which connection: 1 to 64 of
+    /// A-Z a-z 0-9 . _ - [default: $FERROLOCK_APP_NAME; without it `ferrolock:<client id>`]
+    #[arg(long, global = true, value_name = "NAME")]
+    app_name: Option<String>,
+
     /// Refused with a pointer to $FERROLOCK_SENTINEL_PASSWORD (hidden: only there so
     /// that the mistake gets a useful message).
     #[arg(long, global = true, hide = true, value_name = "PASSWORD")]
@@ -152,8 +166,12 @@ enum Command {
 }
 
 const RUN_HELP: &str = "\
-While waiting on a terminal, a status line shows the holder and its remaining
-lease; nothing is printed when stderr is not a terminal (as in cron).
+While waiting on a terminal, a status line shows the holder (with its host, pid
+and command when it is a ferrolock run) and its lease: \"held, lease renewed\" while
+a watchdog keeps renewing it, a countdown for an explicit lease; nothing is printed
+when stderr is not a terminal (as in cron). While holding, ferrolock stores its
+host, pid and command beside the lock (Redisson ignores it) for `status` to show,
+kept as long as the hold and removed with it.
 
 While CMD runs, the lock is renewed by a watchdog (or kept for the --lease) and
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to ferrolock are passed
@@ -183,6 +201,7 @@ a server clock jumping forward, or a pause longer than the lease, shortens the h
 
 Examples:
   ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
+  ferrolock run backup -c 'pg_dump app > /srv/app.sql'   # a shell command, like flock -c
   ferrolock run --wait 30 -E 0 cron-job -- ./job.sh   # skip quietly if busy for 30 s
   ferrolock run --fenced ledger -- sh -c 'write --fence \"$FERROLOCK_TOKEN\"'
   ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min
@@ -191,7 +210,7 @@ Examples:
 /// Run CMD while holding lock NAME; exit with CMD's status.
 #[derive(Args)]
 #[command(
-    override_usage = "ferrolock run [OPTIONS] <NAME> [--] <CMD> [ARGS]...",
+    override_usage = "ferrolock run [OPTIONS] <NAME> [--] <CMD> [ARGS]...\n       ferrolock run [OPTIONS] <NAME> -c <SHELL_COMMAND>",
     after_help = format!("{RUN_HELP}\n\n{}", exit::TABLE)
 )]
 struct RunArgs {
@@ -238,8 +257,12 @@ struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
     kill_after: Option<Duration>,
 
+    /// Run SHELL_COMMAND with `sh -c` instead of CMD, like `flock -c` (CMD and -c exclude each other)
+    #[arg(short = 'c', long = "command", value_name = "SHELL_COMMAND", conflicts_with = "command")]
+    shell: Option<OsString>,
+
     /// The command to run and its arguments (put them after `--` when they start with `-`)
-    #[arg(value_name = "CMD", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(value_name = "CMD", required_unless_present = "shell", num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
 }
 
@@ -249,24 +272,34 @@ struct RunArgs {
 Shows: held or free; each holder (owner field <client-id>:<holder-id>) with its
 hold count; the remaining lease; the number of clients subscribed to the lock's
 release channel (each client with at least one waiter counts once); the last
-fencing token handed out for NAME. Exits 0 whether the lock is held or free.
+fencing token handed out for NAME; a holder that stored who it is (a `ferrolock run`
+stores its host, pid and command) is shown with it. Exits 0 whether the lock is held
+or free; with --check, 0 when held and 1 when free, so a script can test it:
+  if ferrolock status --check deploy >/dev/null; then echo busy; fi
+Errors keep their codes either way (69 unreachable, 77 refused by an ACL, ...).
 
 With several URLs (a Redlock's masters), it shows that for each server, headed by
 its URL (password masked), after a line saying on how many it is held; a server
 that cannot be read shows its error, and the exit status is then that error's
-(69 when unreachable). --json then prints
+(69 when unreachable). With --check it is 0 when held on a majority (N/2 + 1), 1
+when free on enough servers that no majority can hold it, and the first error's
+code when the servers that answered cannot tell. --json then prints
   {\"name\": \"deploy\", \"locked_on\": 2, \"servers\": [{\"url\": \"redis://a:6379\",
    \"locked\": true, ...the fields below...}, {\"url\": \"redis://c:6379\", \"error\": \"...\"}]}
 
 --json prints one line:
-  {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1}],
+  {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1,
+   \"info\": {\"host\": \"web1\", \"pid\": 4242, \"cmd\": \"./deploy.sh\", \"renewed\": true}}],
    \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
 remaining_lease_ms is null when the lock is free and -1 when it has no expiry;
-last_token is null when NAME was never taken as a fenced lock.
+last_token is null when NAME was never taken as a fenced lock; a holder's info is
+null when it stored none, an object when it stored a JSON object (as `ferrolock run`
+does: renewed is false under --lease), its text otherwise.
 
 Examples:
   ferrolock status deploy
-  ferrolock status deploy --json | jq .holders")]
+  ferrolock status deploy --json | jq .holders
+  ferrolock status --check deploy >/dev/null; echo $?   # 0 held, 1 free")]
 struct StatusArgs {
     #[command(flatten)]
     url: UrlArgs,
@@ -277,6 +310,11 @@ struct StatusArgs {
     /// Print the status as JSON (see below)
     #[arg(long)]
     json: bool,
+
+    /// Exit status for scripts: 0 when the lock is held, 1 when it is free (errors keep
+    /// their codes: 69 unreachable, ...). The status is still printed
+    #[arg(long)]
+    check: bool,
 }
 
 /// Break lock NAME whoever holds it, and wake its waiters.
@@ -308,6 +346,16 @@ struct UnlockArgs {
 Uses --url or $REDIS_URL when given; otherwise starts a scratch redis-server of its own.
 The workers connect with the URL alone: the Sentinel options are not used here.
 
+The workers are those of the repository this binary was built from (an installed
+`cargo install --path cli` binary too), built by `bash scripts/build.sh` with
+FERROLOCK_PROFILE set to this binary's profile (release for an installed one);
+when something is missing the demo lists it with that command before starting.
+`bash scripts/demo.sh` builds everything and runs the demo.
+
+The end shows the table, the hand-off times, the checks (no lost update, fencing
+tokens in order), one line per term, a timeline of who held the lock (one row per
+language, one character per time slice) and a histogram of the waits.
+
 Example:
   ferrolock demo --seconds 5")]
 struct DemoArgs {
@@ -321,6 +369,11 @@ struct DemoArgs {
     /// Directory with the worker launchers [default: tests/workers of the repository this binary was built from]
     #[arg(long, value_name = "DIR")]
     workers: Option<PathBuf>,
+
+    /// Keep the workers' section logs (DIR/<n>-<language>.log, one line per critical
+    /// section: TOKEN WAIT_FROM_NS ACQUIRED_NS RELEASED_NS) and the counter file in DIR
+    #[arg(long, value_name = "DIR")]
+    logs: Option<PathBuf>,
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -385,8 +438,28 @@ fn parse() -> Cli {
     }
 }
 
+/// Logs: core's `tracing` events (targets under `ferrolock`), filtered by RUST_LOG
+/// (e.g. `RUST_LOG=ferrolock=info`), on stderr. Off when RUST_LOG is unset or empty:
+/// the `ferrolock:` diagnostics already say what decides the exit status, and cron
+/// mails should not fill with lines about reconnects that healed.
+fn init_logs() {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(value) if !value.trim().is_empty() => match EnvFilter::try_new(&value) {
+            Ok(filter) => filter,
+            Err(e) => {
+                exit::say(&format!("RUST_LOG={value:?} is not a log filter ({e}); logs stay off"));
+                return;
+            }
+        },
+        _ => return,
+    };
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
 fn main() {
     let cli = parse();
+    init_logs();
     if cli.sentinel_password.is_some() {
         // Too late for this one (it is in the process list already), but never again; not echoed.
         exit::say(&format!(
@@ -411,16 +484,20 @@ fn main() {
                 exit::say("demo takes one URL (the workers share one server), not several");
                 exit::USAGE
             } else {
-                demo::run(targets.pop().map(|t| t.url), args.seconds, args.workers)
+                demo::run(targets.pop().map(|t| t.url), args.seconds, args.workers, args.logs)
             }
         }
-        command => match target::SentinelSettings::from_env(cli.sentinel_username, !cli.no_replica_ack, cli.replica_ack_timeout) {
-            Ok(sentinel) => dispatch(target::resolve(urls, sentinel), command),
-            Err(message) => {
-                exit::say(&message);
-                exit::USAGE
+        command => {
+            let settings = target::SentinelSettings::from_env(cli.sentinel_username, !cli.no_replica_ack, cli.replica_ack_timeout)
+                .and_then(|sentinel| Ok((sentinel, target::app_name(cli.app_name)?)));
+            match settings {
+                Ok((sentinel, app_name)) => dispatch(target::resolve(urls, sentinel, app_name), command),
+                Err(message) => {
+                    exit::say(&message);
+                    exit::USAGE
+                }
             }
-        },
+        }
     };
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -479,11 +556,19 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                     quorum: if args.all { Quorum::All } else { Quorum::Majority },
                     conflict_exit_code: i32::from(args.conflict_exit_code),
                     kill_after: args.kill_after,
-                    command: args.command,
+                    // `status` shows a -c command as its string alone.
+                    shown_command: match &args.shell {
+                        Some(shell) => shell.to_string_lossy().into_owned(),
+                        None => run::shown_command(&args.command),
+                    },
+                    command: match args.shell {
+                        Some(shell) => vec!["sh".into(), "-c".into(), shell],
+                        None => args.command,
+                    },
                 };
                 run::run(targets, plan, signals.expect("installed above")).await
             }
-            Command::Status(args) => status::run(targets, &args.name, args.json).await,
+            Command::Status(args) => status::run(targets, &args.name, args.json, args.check).await,
             Command::Unlock(args) => unlock::run(targets, &args.name).await,
             Command::Demo(_) => unreachable!("the demo is dispatched in main"),
         }

@@ -15,6 +15,9 @@ use crate::{child, exit, multi};
 /// How often the spinner's holder and lease are re-read while waiting.
 const STATUS_REFRESH: Duration = Duration::from_millis(500);
 
+/// The longest storing or removing the holder info may take.
+const INFO_TIMEOUT: Duration = Duration::from_secs(1);
+
 pub struct Plan {
     pub name: OsString,
     pub acquire: AcquireOptions,
@@ -26,6 +29,70 @@ pub struct Plan {
     pub conflict_exit_code: i32,
     pub kill_after: Option<Duration>,
     pub command: Vec<OsString>,
+    /// CMD as `status` shows it: the `-c` string, or the words (quoted where needed).
+    pub shown_command: String,
+}
+
+/// Longest command kept in the holder info: the whole info must stay under core's
+/// 1024 bytes, whatever the host name and pid.
+const MAX_SHOWN_COMMAND: usize = 600;
+
+/// What `status` shows next to this holder: `{"host", "pid", "cmd", "renewed"}`.
+/// `renewed` tells a waiting `ferrolock run` not to count the lease down.
+fn holder_info(plan: &Plan) -> String {
+    let mut cmd = plan.shown_command.clone();
+    if cmd.len() > MAX_SHOWN_COMMAND {
+        let mut end = MAX_SHOWN_COMMAND;
+        while !cmd.is_char_boundary(end) {
+            end -= 1;
+        }
+        cmd.truncate(end);
+        cmd.push('…');
+    }
+    serde_json::json!({
+        "host": hostname(),
+        "pid": std::process::id(),
+        "cmd": cmd,
+        "renewed": plan.acquire.lease.is_none(),
+    })
+    .to_string()
+}
+
+/// Stores (or with `None` removes) the holder info on the lock, or on each member of a
+/// multi-lock (each server's `status` shows its own). Failures are left to the hold
+/// itself: a member that is not held answers NotOwner, and a lost hold is reported as such.
+async fn set_info(lock: &Lock, info: Option<&str>) {
+    // Only informative: never worth delaying CMD or the release for.
+    let _ = tokio::time::timeout(INFO_TIMEOUT, async {
+        if lock.members().is_empty() {
+            let _ = lock.set_holder_info(info).await;
+        }
+        for member in lock.members() {
+            let _ = member.set_holder_info(info).await;
+        }
+    })
+    .await;
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return "unknown".to_string();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// CMD's words as one line a shell would read back the same way.
+pub fn shown_command(words: &[OsString]) -> String {
+    let plain = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    words
+        .iter()
+        .map(|w| w.to_string_lossy())
+        .map(|w| if plain(&w) { w.into_owned() } else { format!("'{}'", w.replace('\'', "'\\''")) })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub async fn run(targets: Vec<Target>, plan: Plan, mut signals: Signals) -> i32 {
@@ -81,6 +148,10 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
         }
         return gave_up(signal, &plan.name);
     }
+    // Who holds it, for `status` and for waiters' status lines. Only informative: a
+    // failure here must not stop CMD (a real problem with the lock shows as a loss).
+    let info = holder_info(plan);
+    set_info(lock, Some(&info)).await;
     let child = match child::spawn(&plan.command, guard.token()) {
         Ok(child) => child,
         Err(code) => {
@@ -91,7 +162,7 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
             };
         }
     };
-    supervise(child, guard, plan, &lease, signals).await
+    supervise(child, guard, plan, &lease, signals, &info).await
 }
 
 /// How long the lock can outlive a failed release: its lease runs out at the latest
@@ -132,6 +203,8 @@ impl LeaseBound {
 /// on stderr (followed by `what_else`) and is `Err(NOT_RELEASED)`.
 async fn release(guard: Guard, lease: &LeaseBound, what_else: &str) -> Result<Option<ferrolock::Error>, i32> {
     let lock = guard.lock();
+    // Gone with the hold, rather than shown for a lease's time by nobody.
+    set_info(lock, None).await;
     let name = lock.members().first().unwrap_or(lock).name().to_string();
     match guard.release().await {
         Ok(_) => Ok(None),
@@ -216,33 +289,51 @@ async fn supervise(
     plan: &Plan,
     lease: &LeaseBound,
     signals: &mut Signals,
+    info: &str,
 ) -> i32 {
     let pid = child.id().unwrap_or_default();
     let mut lost = false;
     let mut kill_at: Option<Instant> = None;
-    let status = loop {
-        tokio::select! {
-            biased;
-            status = child.wait() => break status,
-            signal = signals.recv() => {
-                // child.id() is None once CMD is reaped: its pid may belong to someone else then.
-                if let (false, Some(pid)) = (signal.to_group, child.id()) {
-                    signals::send(pid, signal.number);
-                }
+    let status = {
+        // The info key gets the lock's PTTL when written: after each watchdog renewal
+        // (every third of its lease) it has to be written again to live as long as the
+        // hold. An explicit lease is never renewed: the first write lasts as long as it.
+        let renew_info = async {
+            if plan.acquire.lease.is_some() {
+                return std::future::pending::<()>().await;
             }
-            err = guard.lost(), if !lost => {
-                lost = true;
-                exit::say(&format!("{}; stopping the command (pid {pid}) with SIGTERM", err.message()));
-                if let Some(pid) = child.id() {
-                    signals::send(pid, libc::SIGTERM);
-                }
-                kill_at = plan.kill_after.map(|after| Instant::now() + after);
+            let every = lease.watchdog / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                set_info(guard.lock(), Some(info)).await;
             }
-            _ = sleep_until(kill_at), if kill_at.is_some() => {
-                kill_at = None;
-                exit::say(&format!("the command (pid {pid}) outlived --kill-after; sending SIGKILL"));
-                if let Some(pid) = child.id() {
-                    signals::send(pid, libc::SIGKILL);
+        };
+        tokio::pin!(renew_info);
+        loop {
+            tokio::select! {
+                biased;
+                status = child.wait() => break status,
+                _ = &mut renew_info => unreachable!("the holder info is renewed until CMD ends"),
+                signal = signals.recv() => {
+                    // child.id() is None once CMD is reaped: its pid may belong to someone else then.
+                    if let (false, Some(pid)) = (signal.to_group, child.id()) {
+                        signals::send(pid, signal.number);
+                    }
+                }
+                err = guard.lost(), if !lost => {
+                    lost = true;
+                    exit::say(&format!("{}; stopping the command (pid {pid}) with SIGTERM", err.message()));
+                    if let Some(pid) = child.id() {
+                        signals::send(pid, libc::SIGTERM);
+                    }
+                    kill_at = plan.kill_after.map(|after| Instant::now() + after);
+                }
+                _ = sleep_until(kill_at), if kill_at.is_some() => {
+                    kill_at = None;
+                    exit::say(&format!("the command (pid {pid}) outlived --kill-after; sending SIGKILL"));
+                    if let Some(pid) = child.id() {
+                        signals::send(pid, libc::SIGKILL);
+                    }
                 }
             }
         }
@@ -256,6 +347,7 @@ async fn supervise(
     };
     if lost {
         // Already reported; the release only cleans up what may be left.
+        set_info(guard.lock(), None).await;
         let _ = guard.release().await;
         return exit::LOST;
     }
@@ -271,5 +363,18 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_command;
+
+    #[test]
+    fn commands_are_shown_as_a_shell_would_read_them_back() {
+        let words = |w: &[&str]| w.iter().map(|w| w.into()).collect::<Vec<std::ffi::OsString>>();
+        assert_eq!(shown_command(&words(&["./report.sh", "--full", "a=b"])), "./report.sh --full a=b");
+        assert_eq!(shown_command(&words(&["sh", "-c", "echo it's $HOME"])), "sh -c 'echo it'\\''s $HOME'");
+        assert_eq!(shown_command(&words(&["printf", ""])), "printf ''");
     }
 }

@@ -17,8 +17,19 @@ const TICK: Duration = Duration::from_millis(100);
 /// Acquisitions that succeed quickly show nothing instead of a flash.
 const SHOW_AFTER: Duration = Duration::from_millis(200);
 
+/// Renewal shows as a lease left that grew (PTTL only ever shrinks otherwise); the
+/// margin covers the time between reading the lease and taking `Instant::now()`.
+const GROWTH_MARGIN: Duration = Duration::from_millis(100);
+
+/// The latest snapshot, and whether the lease of its (first) holder is being renewed.
+struct Seen {
+    status: LockStatus,
+    at: Instant,
+    renewed: bool,
+}
+
 pub struct Spinner {
-    latest: Arc<Mutex<Option<(LockStatus, Instant)>>>,
+    latest: Arc<Mutex<Option<Seen>>>,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -41,7 +52,11 @@ impl Spinner {
 
     /// Shows the holder and lease of this snapshot from now on.
     pub fn show(&self, status: LockStatus) {
-        *self.latest.lock().unwrap() = Some((status, Instant::now()));
+        let at = Instant::now();
+        let mut latest = self.latest.lock().unwrap();
+        let renewed = holder_says_renewed(&status)
+            .unwrap_or_else(|| latest.as_ref().is_some_and(|before| renewed_since(before, &status, at)));
+        *latest = Some(Seen { status, at, renewed });
     }
 
     /// Clears the line (after this, stderr is free for messages).
@@ -63,7 +78,7 @@ impl Drop for Spinner {
     }
 }
 
-fn draw_until_stopped(name: &str, latest: &Mutex<Option<(LockStatus, Instant)>>, stopped: &mpsc::Receiver<()>) {
+fn draw_until_stopped(name: &str, latest: &Mutex<Option<Seen>>, stopped: &mpsc::Receiver<()>) {
     let started = Instant::now();
     if !matches!(stopped.recv_timeout(SHOW_AFTER), Err(RecvTimeoutError::Timeout)) {
         return;
@@ -82,23 +97,52 @@ fn draw_until_stopped(name: &str, latest: &Mutex<Option<(LockStatus, Instant)>>,
     let _ = stderr.flush();
 }
 
-fn describe(name: &str, waited: Duration, latest: Option<&(LockStatus, Instant)>) -> String {
+/// Whether the holder's lease is renewed by a watchdog, as far as the holder says
+/// (a `ferrolock run` stores `"renewed"` in its holder info); `None`: it does not say.
+fn holder_says_renewed(status: &LockStatus) -> Option<bool> {
+    let info = status.holders.first()?.info.as_deref()?;
+    serde_json::from_str::<serde_json::Value>(info).ok()?.get("renewed")?.as_bool()
+}
+
+/// Whether the lease grew between two snapshots of the same holder: only a renewal does that.
+fn renewed_since(before: &Seen, now: &LockStatus, at: Instant) -> bool {
+    let same_holder = matches!((before.status.holders.first(), now.holders.first()), (Some(a), Some(b)) if a.owner == b.owner);
+    if !same_holder {
+        return false;
+    }
+    if before.renewed {
+        return true;
+    }
+    match (before.status.remaining_lease, now.remaining_lease) {
+        (Some(then), Some(left)) if then != Duration::MAX && left != Duration::MAX => {
+            left > then.saturating_sub(at.duration_since(before.at)) + GROWTH_MARGIN
+        }
+        _ => false,
+    }
+}
+
+fn describe(name: &str, waited: Duration, latest: Option<&Seen>) -> String {
     let head = format!("waiting {} s for lock \"{name}\"", waited.as_secs());
-    let Some((status, at)) = latest else { return head };
+    let Some(Seen { status, at, renewed }) = latest else { return head };
     let Some(first) = status.holders.first() else { return format!("{head}: free, acquiring") };
     // The lease first: on a narrow terminal the long owner field is what gets cut.
     let lease = match status.remaining_lease {
-        Some(Duration::MAX) => "no expiry".to_string(),
+        Some(Duration::MAX) => "held, no expiry, by".to_string(),
+        // A countdown that jumps back up at every renewal would only mislead.
+        Some(_) if *renewed => "held, lease renewed, by".to_string(),
         // Counted down between refreshes so the line moves smoothly.
-        Some(lease) => format!("{:.1} s lease left", lease.saturating_sub(at.elapsed()).as_secs_f64()),
-        None => "lease unknown".to_string(),
+        Some(lease) => format!("{:.1} s lease left, held by", lease.saturating_sub(at.elapsed()).as_secs_f64()),
+        None => "lease unknown, held by".to_string(),
     };
-    let mut text = format!("{head}: {lease}, held by {}", first.owner);
+    let mut text = format!("{head}: {lease} {}", first.owner);
     if first.count > 1 {
         text.push_str(&format!(" (x{})", first.count));
     }
     if status.holders.len() > 1 {
         text.push_str(&format!(" and {} more", status.holders.len() - 1));
+    }
+    if let Some(who) = first.info.as_deref().map(crate::status::describe_info) {
+        text.push_str(&format!(" ({who})"));
     }
     text
 }

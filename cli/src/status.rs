@@ -10,27 +10,45 @@ use serde_json::json;
 use crate::exit;
 use crate::target::{self, redact, Target};
 
-pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool) -> i32 {
+/// `check`: the exit status says held (0) or free (1) instead of 0 for both.
+pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool) -> i32 {
     if targets.len() > 1 {
-        return run_each(&targets, name, as_json).await;
+        return run_each(&targets, name, as_json, check).await;
     }
     match target::with_lock(&targets[0], name, |lock| async move { lock.status().await }).await {
         Err(code) => code,
         Ok(Ok(status)) => {
             println!("{}", if as_json { to_json(&status).to_string() } else { to_text(&status) });
-            0
+            match (check, status.is_locked()) {
+                (true, false) => exit::CONFLICT,
+                _ => 0,
+            }
         }
         Ok(Err(e)) => exit::fail(&e),
+    }
+}
+
+/// `status --check` over `n` servers, `locked` and `free` of which answered: held
+/// means held on a majority (what a Redlock needs); free means on so many that no
+/// majority can hold it; anything in between cannot be told (`None`: the error decides).
+fn check_several(n: usize, locked: usize, free: usize) -> Option<i32> {
+    let majority = n / 2 + 1;
+    if locked >= majority {
+        Some(0)
+    } else if free > n - majority {
+        Some(exit::CONFLICT)
+    } else {
+        None
     }
 }
 
 /// Several URLs: the lock's status on each server (one client each), in order. A
 /// server that cannot be read is shown with its error, and its exit code (the
 /// first such) is the exit status once every server was shown.
-async fn run_each(targets: &[Target], name: &OsStr, as_json: bool) -> i32 {
+async fn run_each(targets: &[Target], name: &OsStr, as_json: bool, check: bool) -> i32 {
     let mut tasks = Vec::with_capacity(targets.len());
     for t in targets {
-        let target = Target { url: t.url.clone(), source: t.source, sentinel: t.sentinel.clone() };
+        let target = t.clone();
         let name = name.to_os_string();
         tasks.push(tokio::spawn(async move {
             target::try_with_lock(&target, &name, |lock| async move { lock.status().await }).await
@@ -44,7 +62,12 @@ async fn run_each(targets: &[Target], name: &OsStr, as_json: bool) -> i32 {
     let code = results.iter().find_map(|r| r.as_ref().err()).map_or(0, |e| exit::for_kind(e.kind()));
     let shown = name.to_string_lossy();
     let locked = results.iter().filter(|r| r.as_ref().is_ok_and(LockStatus::is_locked)).count();
+    let free = results.iter().filter(|r| r.as_ref().is_ok_and(|s| !s.is_locked())).count();
     let n = targets.len();
+    let code = match check {
+        true => check_several(n, locked, free).unwrap_or(code),
+        false => code,
+    };
     if as_json {
         let servers: Vec<serde_json::Value> = targets
             .iter()
@@ -81,7 +104,7 @@ async fn run_each(targets: &[Target], name: &OsStr, as_json: bool) -> i32 {
         }
         println!("{}", blocks.join("\n\n"));
     }
-    if code != 0 {
+    if results.iter().any(Result::is_err) {
         for (target, result) in targets.iter().zip(&results) {
             if let Err(e) = result {
                 exit::say(&format!("{}: {}", redact(&target.url), e.message()));
@@ -101,11 +124,31 @@ fn to_json(status: &LockStatus) -> serde_json::Value {
     json!({
         "name": status.name,
         "locked": status.is_locked(),
-        "holders": status.holders.iter().map(|h| json!({"owner": h.owner, "count": h.count})).collect::<Vec<_>>(),
+        "holders": status.holders.iter().map(|h| json!({"owner": h.owner, "count": h.count, "info": info_json(h.info.as_deref())})).collect::<Vec<_>>(),
         "remaining_lease_ms": lease_ms,
         "waiters": status.subscribers,
         "last_token": status.last_token,
     })
+}
+
+/// A holder's info in `--json`: a JSON object stays one (a `ferrolock run` stores
+/// {host, pid, cmd, renewed}); any other text is a string.
+fn info_json(info: Option<&str>) -> serde_json::Value {
+    match info.map(serde_json::from_str::<serde_json::Value>) {
+        None => serde_json::Value::Null,
+        Some(Ok(object @ serde_json::Value::Object(_))) => object,
+        Some(_) => json!(info),
+    }
+}
+
+/// A holder's info for people: "ferrolock run on web1, pid 4242: ./deploy.sh" for
+/// what a `ferrolock run` stored, the text itself otherwise.
+pub fn describe_info(info: &str) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(info) else { return info.to_string() };
+    match (fields.get("host").and_then(|v| v.as_str()), fields.get("pid").and_then(|v| v.as_u64()), fields.get("cmd").and_then(|v| v.as_str())) {
+        (Some(host), Some(pid), Some(cmd)) => format!("ferrolock run on {host}, pid {pid}: {cmd}"),
+        _ => info.to_string(),
+    }
 }
 
 fn line(label: &str, value: &str) -> String {
@@ -119,6 +162,9 @@ fn to_text(status: &LockStatus) -> String {
     ];
     for holder in &status.holders {
         lines.push(("holder", format!("{} (count {})", holder.owner, holder.count)));
+        if let Some(info) = holder.info.as_deref() {
+            lines.push(("  info", describe_info(info)));
+        }
     }
     match status.remaining_lease {
         None => {}
@@ -128,4 +174,24 @@ fn to_text(status: &LockStatus) -> String {
     lines.push(("waiters", format!("{} (clients subscribed to the lock's channel)", status.subscribers)));
     lines.push(("last token", status.last_token.map_or_else(|| "none".to_string(), |t| t.to_string())));
     lines.iter().map(|(label, value)| line(label, value)).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_over_several_servers_answers_only_what_the_answers_prove() {
+        // 3 servers: a majority is 2.
+        assert_eq!(check_several(3, 2, 0), Some(0));
+        assert_eq!(check_several(3, 2, 1), Some(0));
+        assert_eq!(check_several(3, 0, 2), Some(exit::CONFLICT));
+        assert_eq!(check_several(3, 1, 2), Some(exit::CONFLICT));
+        // One held, one free, one unreadable: a Redlock may or may not hold it.
+        assert_eq!(check_several(3, 1, 1), None);
+        assert_eq!(check_several(3, 0, 1), None);
+        // 2 servers: a majority is 2, so one free server already rules it out.
+        assert_eq!(check_several(2, 1, 1), Some(exit::CONFLICT));
+        assert_eq!(check_several(2, 1, 0), None);
+    }
 }

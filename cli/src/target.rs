@@ -22,10 +22,36 @@ pub const SENTINEL_PASSWORD_ENV: &str = "FERROLOCK_SENTINEL_PASSWORD";
 
 /// A Redis URL and where it came from (said in error messages), with the settings
 /// for a deployment behind Sentinel.
+#[derive(Clone)]
 pub struct Target {
     pub url: String,
     pub source: &'static str,
     pub sentinel: SentinelSettings,
+    /// --app-name or $FERROLOCK_APP_NAME: the last part of the connections' names.
+    pub app_name: Option<String>,
+}
+
+/// The environment variable read when there is no --app-name.
+pub const APP_NAME_ENV: &str = "FERROLOCK_APP_NAME";
+
+/// --app-name, else $FERROLOCK_APP_NAME (empty counts as unset), checked here so a bad
+/// one is a usage error before anything connects. `Err`: the message.
+pub fn app_name(flag: Option<String>) -> Result<Option<String>, String> {
+    let (name, source) = match flag {
+        Some(name) => (name, "--app-name"),
+        None => match std::env::var(APP_NAME_ENV) {
+            Ok(name) if !name.is_empty() => (name, APP_NAME_ENV),
+            Ok(_) | Err(std::env::VarError::NotPresent) => return Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{APP_NAME_ENV} is not valid UTF-8")),
+        },
+    };
+    // Core's rule: the name goes into CLIENT SETNAME, which refuses spaces.
+    let valid = (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if valid {
+        Ok(Some(name))
+    } else {
+        Err(format!("{source} {name:?}: an application name is 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'"))
+    }
 }
 
 /// Settings that apply behind Sentinel only (a `redis+sentinel://` URL); unused otherwise.
@@ -69,7 +95,7 @@ pub fn given(flag: Vec<String>) -> Vec<Target> {
     let targets = |urls: &[String], source| {
         urls.iter()
             .flat_map(|u| split_urls(u))
-            .map(|url| Target { url, source, sentinel: SentinelSettings::default() })
+            .map(|url| Target { url, source, sentinel: SentinelSettings::default(), app_name: None })
             .collect()
     };
     if !flag.is_empty() {
@@ -83,12 +109,12 @@ pub fn given(flag: Vec<String>) -> Vec<Target> {
 
 /// --url, else REDIS_URL, else the local default; with the Sentinel settings. More
 /// than one: independent masters, for a Redlock (or a MultiLock).
-pub fn resolve(flag: Vec<String>, sentinel: SentinelSettings) -> Vec<Target> {
+pub fn resolve(flag: Vec<String>, sentinel: SentinelSettings, app_name: Option<String>) -> Vec<Target> {
     let mut targets = given(flag);
     if targets.is_empty() {
-        targets.push(Target { url: DEFAULT_URL.to_string(), source: "the default", sentinel: SentinelSettings::default() });
+        targets.push(Target { url: DEFAULT_URL.to_string(), source: "the default", sentinel: SentinelSettings::default(), app_name: None });
     }
-    targets.into_iter().map(|t| Target { sentinel: sentinel.clone(), ..t }).collect()
+    targets.into_iter().map(|t| Target { sentinel: sentinel.clone(), app_name: app_name.clone(), ..t }).collect()
 }
 
 /// Several URLs in one value: split at each comma that starts another URL (a
@@ -149,6 +175,9 @@ pub async fn try_connect(target: &Target, watchdog: Option<Duration>) -> ferrolo
     if let Some(password) = &sentinel.password {
         builder = builder.sentinel_password(password.clone());
     }
+    if let Some(name) = &target.app_name {
+        builder = builder.app_name(name.clone());
+    }
     builder = builder.replica_ack(sentinel.replica_ack);
     if let Some(timeout) = sentinel.replica_ack_timeout {
         builder = builder.replica_ack_timeout(timeout);
@@ -160,7 +189,7 @@ pub async fn try_connect(target: &Target, watchdog: Option<Duration>) -> ferrolo
 pub async fn connect_all(targets: &[Target], watchdog: Option<Duration>) -> Vec<ferrolock::Result<Client>> {
     let mut tasks = Vec::with_capacity(targets.len());
     for target in targets {
-        let target = Target { url: target.url.clone(), source: target.source, sentinel: target.sentinel.clone() };
+        let target = target.clone();
         tasks.push(tokio::spawn(async move { try_connect(&target, watchdog).await }));
     }
     let mut clients = Vec::with_capacity(tasks.len());
@@ -241,7 +270,17 @@ pub fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{redact, split_urls};
+    use super::{app_name, redact, split_urls};
+
+    #[test]
+    fn app_names_follow_cores_rule() {
+        assert_eq!(app_name(Some("billing.v2_x-1".into())), Ok(Some("billing.v2_x-1".to_string())));
+        assert_eq!(app_name(Some("a".repeat(64))), Ok(Some("a".repeat(64))));
+        for bad in ["", "my app", "a\nb", "é", &"a".repeat(65)] {
+            let err = app_name(Some(bad.to_string())).unwrap_err();
+            assert!(err.starts_with("--app-name ") && err.contains("1 to 64 characters"), "{bad:?}: {err}");
+        }
+    }
 
     #[test]
     fn splits_several_urls_but_not_host_lists() {

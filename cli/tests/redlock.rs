@@ -252,3 +252,43 @@ async fn a_killed_holder_keeps_the_redlock_until_its_lease_ends() {
     assert!(waited >= Duration::from_millis(1_000), "not before the lease ended: {waited:?}");
     guard.unwrap().release().await.unwrap();
 }
+
+/// `status --check` over several masters: 0 when held on a majority, 1 when enough are
+/// free that no majority can hold it, the error's code when the answers cannot tell.
+#[tokio::test]
+async fn status_check_over_three_masters_needs_a_majority_either_way() {
+    let mut servers = start_three();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    let check = || finish(ferrolock(&["status", "checked", "--check"]).env("REDIS_URL", urls.join(",")));
+    assert_eq!(check().code, 1, "{:?}", check());
+
+    let mut holder = Holder::start(&url_args(&urls), &[], "checked");
+    holder.wait_ready().await;
+    let out = check();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("held on 3"), "{out:?}");
+    // Each server shows who holds it there: the ferrolock run, its pid and command.
+    let pid = holder.child.as_ref().unwrap().id();
+    assert_eq!(out.stdout.matches(&format!(", pid {pid}: sh -c 'echo ready > ")).count(), 3, "{out:?}");
+    assert_eq!(holder.stop().code, 0);
+    for server in &servers {
+        let mut conn = server.raw().await;
+        let left: Vec<String> = keys(&mut conn).await.into_iter().filter(|k| k.starts_with("ferrolock_holder_info:")).collect();
+        assert!(left.is_empty(), "the release removes the info on each server: {left:?}");
+    }
+    assert_eq!(check().code, 1);
+
+    // Held on one server (a hash as Redisson writes it), free on one, one down: a
+    // Redlock may or may not hold it, so the unreachable server's code decides.
+    let mut conn = servers[1].raw().await;
+    let _: () = redis::cmd("HSET").arg("checked").arg("someone:1").arg(1).query_async(&mut conn).await.unwrap();
+    servers[0].kill();
+    let out = check();
+    assert_eq!(out.code, 69, "{out:?}");
+    // Held on the two that answer: held, whatever the third would say.
+    let mut conn = servers[2].raw().await;
+    let _: () = redis::cmd("HSET").arg("checked").arg("someone:1").arg(1).query_async(&mut conn).await.unwrap();
+    let out = check();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("cannot connect"), "the unreachable server is still reported: {out:?}");
+}
