@@ -12,7 +12,7 @@ use crate::lock::holder::Holders;
 use crate::lock::{Lock, LockKind, LockOptions};
 use crate::latch::CountDownLatch;
 use crate::metrics::Metrics;
-use crate::semaphore::Semaphore;
+use crate::semaphore::{PermitExpirableSemaphore, Semaphore};
 use crate::renewal::RenewalReport;
 use crate::transport::Transport;
 
@@ -129,6 +129,13 @@ impl Client {
     pub fn semaphore(&self, name: impl AsRef<[u8]>) -> Result<Semaphore> {
         self.open_check()?;
         Semaphore::new(self.ctx.clone(), name.as_ref(), self.alive.clone())
+    }
+
+    /// A handle on the permit-expirable semaphore `name` (Redisson's
+    /// `RPermitExpirableSemaphore`): permits with ids and optional leases.
+    pub fn permit_expirable_semaphore(&self, name: impl AsRef<[u8]>) -> Result<PermitExpirableSemaphore> {
+        self.open_check()?;
+        PermitExpirableSemaphore::new(self.ctx.clone(), name.as_ref(), self.alive.clone())
     }
 
     /// A handle on the count-down latch `name` (Redisson's `RCountDownLatch`).

@@ -14,6 +14,7 @@ use crate::hold::pending::to_completion;
 use crate::names::CounterNames;
 use crate::request::{latch_ttl_ms, until_answered};
 use crate::scripts;
+use crate::semaphore::Counter;
 use crate::validate;
 use crate::waiting::hub::Policy;
 use crate::waiting::{self, Attempt};
@@ -21,14 +22,7 @@ use crate::waiting::{self, Attempt};
 /// A handle on one count-down latch. Cheap to clone; every clone is the same latch.
 #[derive(Clone)]
 pub struct CountDownLatch {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    ctx: Arc<Ctx>,
-    names: CounterNames,
-    /// Keeps the client up while a handle exists.
-    _alive: Arc<Alive>,
+    inner: Arc<Counter>,
 }
 
 impl std::fmt::Debug for CountDownLatch {
@@ -41,18 +35,8 @@ impl std::fmt::Debug for CountDownLatch {
 
 impl CountDownLatch {
     pub(crate) fn new(ctx: Arc<Ctx>, name: &[u8], alive: Arc<Alive>) -> Result<CountDownLatch> {
-        validate::name("count-down latch", name)?;
-        let names = CounterNames::count_down_latch(name);
-        if ctx.transport.is_cluster() {
-            names.check_one_slot("count-down latch")?;
-        }
-        Ok(CountDownLatch {
-            inner: Arc::new(Inner {
-                ctx,
-                names,
-                _alive: alive,
-            }),
-        })
+        let counter = Counter::new(ctx, CounterNames::count_down_latch(name), alive, "count-down latch")?;
+        Ok(CountDownLatch { inner: Arc::new(counter) })
     }
 
     /// The latch's name (lossy UTF-8).
@@ -138,7 +122,7 @@ impl CountDownLatch {
     }
 }
 
-async fn read_count(inner: &Inner, context: &str) -> Result<u64> {
+async fn read_count(inner: &Counter, context: &str) -> Result<u64> {
     let cmd = redis::Cmd::get(&inner.names.name);
     let mut conn = inner.ctx.conn()?;
     let value: Option<String> = match cmd.query_async(&mut conn).await {

@@ -61,6 +61,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
 pub use latch::CountDownLatch;
 pub use metrics::{Histogram, Metrics};
-pub use semaphore::{Permits, Semaphore};
+pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};
 pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum};
 pub use renewal::RenewalReport;

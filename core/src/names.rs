@@ -122,6 +122,21 @@ pub(crate) fn prefixed(prefix: &str, name: &[u8]) -> Vec<u8> {
     key
 }
 
+/// Redisson's `suffixName`: `{n}:s`, or `n:s` when `n` already carries a hash tag.
+pub(crate) fn suffixed(name: &[u8], suffix: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(name.len() + suffix.len() + 3);
+    if name.contains(&b'{') {
+        key.extend_from_slice(name);
+    } else {
+        key.push(b'{');
+        key.extend_from_slice(name);
+        key.push(b'}');
+    }
+    key.push(b':');
+    key.extend_from_slice(suffix.as_bytes());
+    key
+}
+
 /// The cluster slot of a key: CRC16 (XMODEM) of its hash tag (the part between the
 /// first `{` and the next `}`, when not empty) or of the whole key, mod 16384.
 pub(crate) fn slot(key: &[u8]) -> u16 {

@@ -29,6 +29,8 @@ scripts! {
     SEMAPHORE_RELEASE = "semaphore/release.lua";
     SEMAPHORE_GIVE_BACK = "semaphore/give_back.lua";
     SEMAPHORE_DRAIN = "semaphore/drain.lua";
+    PERMITS_ACQUIRE = "permits/acquire.lua";
+    PERMITS_RELEASE = "permits/release.lua";
     LATCH_TRY_SET = "latch/try_set_count.lua";
     LATCH_COUNT_DOWN = "latch/count_down.lua";
 }

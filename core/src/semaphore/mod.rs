@@ -10,6 +10,10 @@
 //! request, should it still arrive, takes nothing), and one whose caller went away
 //! gives its permits back.
 
+mod expirable;
+
+pub use expirable::{Permit, PermitExpirableSemaphore};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,14 +31,37 @@ use crate::waiting::{self, Attempt};
 /// A handle on one semaphore name. Cheap to clone; every clone is the same semaphore.
 #[derive(Clone)]
 pub struct Semaphore {
-    inner: Arc<Inner>,
+    inner: Arc<Counter>,
 }
 
-struct Inner {
-    ctx: Arc<Ctx>,
-    names: CounterNames,
+/// What both semaphores and the count-down latch are made of: the client, the
+/// names, and the client kept up while a handle exists.
+pub(crate) struct Counter {
+    pub ctx: Arc<Ctx>,
+    pub names: CounterNames,
     /// Keeps the client up while a handle exists.
     _alive: Arc<Alive>,
+}
+
+impl Counter {
+    pub fn new(ctx: Arc<Ctx>, names: CounterNames, alive: Arc<Alive>, what: &str) -> Result<Counter> {
+        validate::name(what, &names.name)?;
+        if ctx.transport.is_cluster() {
+            names.check_one_slot(what)?;
+        }
+        Ok(Counter { ctx, names, _alive: alive })
+    }
+}
+
+/// Redisson's `trySetPermits`, for both semaphores: setting a count that does not
+/// exist yet acts once by itself (a retry after a lost reply finds it set).
+pub(crate) async fn set_permits_once(counter: &Counter, permits: u64, context: &str) -> Result<bool> {
+    validate::count("permits", permits, 0)?;
+    let ctx = &counter.ctx;
+    let mut call = scripts::SEMAPHORE_TRY_SET.prepare_invoke();
+    call.key(&counter.names.name).key(&counter.names.channel).arg(permits).arg(ctx.transport.publish_command());
+    let set: i64 = until_answered(ctx, &call, context, Instant::now() + ctx.config.retry_window).await?;
+    Ok(set == 1)
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -56,18 +83,8 @@ pub struct Permits {
 
 impl Semaphore {
     pub(crate) fn new(ctx: Arc<Ctx>, name: &[u8], alive: Arc<Alive>) -> Result<Semaphore> {
-        validate::name("semaphore", name)?;
-        let names = CounterNames::semaphore(name);
-        if ctx.transport.is_cluster() {
-            names.check_one_slot("semaphore")?;
-        }
-        Ok(Semaphore {
-            inner: Arc::new(Inner {
-                ctx,
-                names,
-                _alive: alive,
-            }),
-        })
+        let counter = Counter::new(ctx, CounterNames::semaphore(name), alive, "semaphore")?;
+        Ok(Semaphore { inner: Arc::new(counter) })
     }
 
     /// The semaphore's name (lossy UTF-8).
@@ -82,18 +99,7 @@ impl Semaphore {
     /// Gives the semaphore `permits` free permits if it does not exist yet (Redisson's
     /// `trySetPermits`); `false` if it exists (its count is left alone). 0 is allowed.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
-        validate::count("permits", permits, 0)?;
-        let ctx = &self.inner.ctx;
-        let mut call = scripts::SEMAPHORE_TRY_SET.prepare_invoke();
-        call.key(&self.inner.names.name)
-            .key(&self.inner.names.channel)
-            .arg(permits)
-            .arg(ctx.transport.publish_command());
-        let limit = Instant::now() + ctx.config.retry_window;
-        // Setting a count that does not exist yet acts once by itself: a retry finds it set.
-        let set: i64 =
-            until_answered(ctx, &call, &self.context("setting the permits of"), limit).await?;
-        Ok(set == 1)
+        set_permits_once(&self.inner, permits, &self.context("setting the permits of")).await
     }
 
     /// Waits as long as it takes for `permits` free permits and takes them.
