@@ -9,7 +9,7 @@ use crate::config::{ClientBuilder, Config};
 use crate::ctx::{Alive, Ctx};
 use crate::error::{Error, Result};
 use crate::lock::holder::Holders;
-use crate::lock::{Lock, LockKind, LockOptions};
+use crate::lock::{Lock, LockKind, LockOptions, ReadWriteLock};
 use crate::latch::CountDownLatch;
 use crate::metrics::Metrics;
 use crate::semaphore::{PermitExpirableSemaphore, Semaphore};
@@ -98,6 +98,19 @@ impl Client {
         self.lock_with(name, LockOptions::kind(LockKind::Fenced))
     }
 
+    /// A fair lock handle: granted in the order of arrival, across clients and processes.
+    pub fn fair_lock(&self, name: impl AsRef<[u8]>) -> Result<Lock> {
+        self.lock_with(name, LockOptions::kind(LockKind::Fair))
+    }
+
+    /// Both sides of a read-write lock for one new holder: many readers or one writer.
+    pub fn read_write_lock(&self, name: impl AsRef<[u8]>) -> Result<ReadWriteLock> {
+        let id = self.new_holder_id();
+        let side = |kind| LockOptions { kind, holder_id: Some(id), ..LockOptions::default() };
+        let (name, read_kind, write_kind) = (name.as_ref(), LockKind::Read, LockKind::Write);
+        Ok(ReadWriteLock { read: self.lock_with(name, side(read_kind))?, write: self.lock_with(name, side(write_kind))? })
+    }
+
     /// A lock handle with explicit options (kind, explicit holder id or owner field).
     /// Handles for the same name, holder and kind on one client share their hold.
     pub fn lock_with(&self, name: impl AsRef<[u8]>, options: LockOptions) -> Result<Lock> {
@@ -121,7 +134,10 @@ impl Client {
             (Some(id), None) => self.owner_field(id),
             (None, None) => self.owner_field(self.new_holder_id()),
         };
-        let holder = self.holders.get_or_create(&self.ctx, name, owner, options.kind);
+        let fair_wait = options.fair_wait_timeout.unwrap_or(LockOptions::FAIR_WAIT_TIMEOUT);
+        let fair_wait_ms = crate::validate::lease(fair_wait)
+            .map_err(|_| Error::invalid(format!("fair_wait_timeout {fair_wait:?} is out of range; give 1 ms to 7 days")))?;
+        let holder = self.holders.get_or_create(&self.ctx, name, owner, options.kind, fair_wait_ms);
         Ok(Lock::from_holder(holder, self.alive.clone()))
     }
 

@@ -90,6 +90,12 @@ impl Error {
         Self::new(ErrorKind::Internal, message)
     }
 
+    /// The error of every call on a closed client (bindings that notice the close
+    /// before core does use it, so the message is the same).
+    pub fn client_closed() -> Self {
+        Self::shut_down()
+    }
+
     pub(crate) fn shut_down() -> Self {
         Self::new(ErrorKind::ClientClosed, "the ferrolock client is closed; create a new client")
     }

@@ -11,8 +11,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Java services on Redisson's `RLock` / `RFencedLock` exclude and wake ours on the
-//! same names. See docs/design.md for the protocol and the semantics.
+//! Java services on Redisson's `RLock`, `RFencedLock`, `RFairLock`, `RReadWriteLock`,
+//! `RSemaphore`, `RPermitExpirableSemaphore` and `RCountDownLatch` exclude, limit and
+//! wake ours on the same names. See docs/design.md for the protocol and the semantics.
 //!
 //! # Reading the code
 //!
@@ -28,7 +29,7 @@
 //!    `renewal` (the registry of held holds and renewal rounds), tied together for
 //!    every primitive in `ctx`; `request` (calls made idempotent by a reply latch);
 //! 4. primitives: `lock` (every kind with an owner: the handle, its holder, the
-//!    protocol of each kind, same-client hand-off, status), `semaphore` (permits
+//!    shared protocol and what differs per kind on the wire, same-client hand-off, status), `semaphore` (permits
 //!    nobody owns) and `latch` (the count-down latch);
 //! 5. `client` (the only module that knows everything) and this facade.
 //!
@@ -62,5 +63,5 @@ pub use hold::{Hold, LostCallback, LostEvent, Released};
 pub use latch::CountDownLatch;
 pub use metrics::{Histogram, Metrics};
 pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};
-pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum};
+pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum, ReadWriteLock};
 pub use renewal::RenewalReport;

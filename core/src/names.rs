@@ -17,6 +17,12 @@ pub(crate) struct LockNames {
     latch_prefix: Vec<u8>,
     /// `ferrolock_holder_info:{n}`: prefix of per-holder notes (`<prefix>:<owner>`), ours only.
     info_prefix: Vec<u8>,
+    /// Fair lock: `redisson_lock_queue:{n}` (waiters in order) and `redisson_lock_timeout:{n}`
+    /// (waiter -> when it counts as gone).
+    pub queue: Vec<u8>,
+    pub queue_timeouts: Vec<u8>,
+    /// Read-write lock: `redisson_rwlock:{n}`, the channel of both sides.
+    pub rw_channel: Vec<u8>,
 }
 
 impl LockNames {
@@ -28,7 +34,30 @@ impl LockNames {
             token: prefixed("redisson_lock_token", name),
             latch_prefix: prefixed("redisson_unlock_latch", name),
             info_prefix: prefixed("ferrolock_holder_info", name),
+            queue: prefixed("redisson_lock_queue", name),
+            queue_timeouts: prefixed("redisson_lock_timeout", name),
+            rw_channel: prefixed("redisson_rwlock", name),
         }
+    }
+
+    /// A fair-lock waiter's own channel: `redisson_lock__channel:{n}:<owner field>`.
+    pub fn waiter_channel(&self, field: &str) -> Vec<u8> {
+        let mut channel = self.channel.clone();
+        channel.push(b':');
+        channel.extend_from_slice(field.as_bytes());
+        channel
+    }
+
+    /// A reader's timeout-key prefix `{n}:<owner>:rwlock_timeout` (one key per read hold, `:<k>`).
+    pub fn read_timeouts(&self, owner: &str) -> Vec<u8> {
+        suffixed(&self.name, &format!("{owner}:rwlock_timeout"))
+    }
+
+    /// The prefix of every reader's timeout keys: `{n}` (or `n` when it carries a tag).
+    pub fn tag(&self) -> Vec<u8> {
+        let mut key = suffixed(&self.name, "");
+        key.pop();
+        key
     }
 
     /// The note about one holder (see scripts/lock/holder_info.lua); in the slot of the latches.
@@ -156,8 +185,8 @@ fn crc16(bytes: &[u8]) -> u16 {
 
 impl LockNames {
     /// Every key and channel of this lock, for the one-slot check on a cluster.
-    pub fn all(&self) -> [&[u8]; 4] {
-        [&self.name, &self.channel, &self.token, &self.latch_prefix]
+    pub fn all(&self) -> [&[u8]; 7] {
+        [&self.name, &self.channel, &self.token, &self.latch_prefix, &self.queue, &self.queue_timeouts, &self.rw_channel]
     }
 
     /// On a cluster every key of one lock must be in one slot (a script touches them

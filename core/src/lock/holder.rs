@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use futures_util::future::BoxFuture;
 
-use super::{reentrant, LockKind};
+use super::{reentrant, wire, LockKind};
 use crate::ctx::Ctx;
 use crate::error::Result;
 use crate::hold::pending::{detached, Pending, Undo};
@@ -20,7 +20,6 @@ use crate::hold::state::{Acquired, HoldCell};
 use crate::hold::{Hold, Released};
 use crate::names::LockNames;
 use crate::renewal::{Held, Ticket};
-use crate::scripts;
 use crate::waiting::Attempt;
 
 pub(crate) struct Holder {
@@ -28,6 +27,12 @@ pub(crate) struct Holder {
     pub names: LockNames,
     pub owner: String,
     pub kind: LockKind,
+    /// The field it writes in the lock hash (wire.rs: the owner, or `<owner>:write`).
+    pub field: String,
+    /// Where its waits listen (wire.rs).
+    pub wait_channel: Vec<u8>,
+    /// Fair locks: how long a waiter may miss its turn (Redisson's `threadWaitTime`).
+    pub fair_wait_ms: u64,
     pub uid: u64,
     /// Held by every call that changes the hold (and by a hand-off to this holder).
     pub op: Arc<tokio::sync::Mutex<()>>,
@@ -46,7 +51,7 @@ pub(crate) struct Holders {
 }
 
 impl Holders {
-    pub fn get_or_create(self: &Arc<Self>, ctx: &Arc<Ctx>, name: &[u8], owner: String, kind: LockKind) -> Arc<Holder> {
+    pub fn get_or_create(self: &Arc<Self>, ctx: &Arc<Ctx>, name: &[u8], owner: String, kind: LockKind, fair_wait_ms: u64) -> Arc<Holder> {
         let key = (name.to_vec(), owner, kind);
         let mut map = self.map.lock().unwrap();
         if let Some(existing) = map.get(&key).and_then(Weak::upgrade) {
@@ -55,11 +60,16 @@ impl Holders {
         let uid = NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let names = LockNames::new(name);
         let cell = HoldCell::new(ctx.clone(), uid, names.display.clone(), key.1.clone());
+        let field = wire::field(&key.1, kind);
+        let wait_channel = wire::wait_channel(&names, &field, kind);
         let holder = Arc::new(Holder {
             ctx: ctx.clone(),
             names,
             owner: key.1.clone(),
             kind,
+            field,
+            wait_channel,
+            fair_wait_ms,
             uid,
             op: Arc::new(tokio::sync::Mutex::new(())),
             cell,
@@ -109,6 +119,26 @@ impl Holder {
         .await
     }
 
+    /// Takes a fair-lock waiter that gave up out of the queue (after any try of its
+    /// own still in flight); best effort: a waiter left behind is skipped once its
+    /// turn passes.
+    pub async fn leave_queue(self: &Arc<Self>) {
+        let Some(call) = wire::leave_queue(self) else { return };
+        let this = self.clone();
+        let left = detached(&self.ctx, &self.op, move |guard| async move {
+            let _guard = guard;
+            let mut conn = this.ctx.conn()?;
+            call.invocation()
+                .invoke_async::<i64>(&mut conn)
+                .await
+                .map_err(|e| crate::error::Error::from_redis(&e, &this.context("leaving the queue of")))
+        })
+        .await;
+        if let Err(e) = left {
+            tracing::debug!(lock = %self.names.display, "{e}; the others skip this waiter once its turn passes");
+        }
+    }
+
     /// Applies an acquisition to the local view (see `HoldCell::apply`) and, for a
     /// new hold, has the client keep and renew it.
     pub fn apply(self: &Arc<Self>, acquired: Acquired) -> Hold {
@@ -123,7 +153,7 @@ impl Holder {
 impl Held for Holder {
     fn begin_renewal(&self, horizon: Option<Instant>) -> Option<Ticket> {
         let generation = self.cell.begin_renewal(horizon)?;
-        Some(Ticket { script: &scripts::RENEW, key: self.names.name.clone(), owner: self.owner.clone(), generation })
+        Some(Ticket { script: wire::renew_script(self.kind), key: self.names.name.clone(), owner: self.field.clone(), generation })
     }
 
     fn renewed(self: Arc<Self>, generation: u64, sent_at: Instant) {

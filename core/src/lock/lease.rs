@@ -82,8 +82,8 @@ impl Lock {
         let mut conn = holder.ctx.conn()?;
         let stored: i64 = scripts::HOLDER_INFO
             .key(&holder.names.name)
-            .key(holder.names.holder_info(&holder.owner))
-            .arg(&holder.owner)
+            .key(holder.names.holder_info(&holder.field))
+            .arg(&holder.field)
             .arg(info)
             .invoke_async(&mut conn)
             .await
@@ -102,17 +102,20 @@ impl Lock {
 /// server confirmed it: an unanswered call leaves the earlier, safe deadline).
 async fn change_lease(h: &Arc<Holder>, change: LeaseChange) -> Result<Duration> {
     let context = h.context("changing the lease of");
+    let mut conn = h.ctx.conn()?;
+    if h.kind == super::LockKind::Read {
+        return Err(Error::invalid(format!("{context}: each read hold keeps the lease it was taken with")));
+    }
     let (generation, taken) = h.cell.explicit_lease(&context)?;
     let (ms, mode) = match change {
         LeaseChange::Add(by) => (by.as_millis() as u64, "add"),
         LeaseChange::Set(lease) => (lease.as_millis() as u64, "set"),
         LeaseChange::Reset => (taken, "set"),
     };
-    let mut conn = h.ctx.conn()?;
     let sent_at = Instant::now();
     let left: i64 = scripts::EXTEND
         .key(&h.names.name)
-        .arg(&h.owner)
+        .arg(&h.field)
         .arg(ms)
         .arg(mode)
         .invoke_async(&mut conn)

@@ -12,14 +12,17 @@ mod lease;
 mod multi;
 mod options;
 mod reentrant;
+mod rw;
 mod status;
+mod wire;
 
 pub use guard::Guard;
 pub use multi::Quorum;
 pub use options::{AcquireOptions, LockKind, LockOptions};
+pub use rw::ReadWriteLock;
 pub use status::{HolderEntry, LockStatus};
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -228,12 +231,12 @@ impl Lock {
         let ctx = &holder.ctx;
         let channel = waiting::Channel {
             hub: &ctx.hub,
-            name: &holder.names.channel,
+            name: &holder.wait_channel,
             policy: Policy::Lock,
             shutdown: &ctx.shutdown,
         };
         let timing = AcquireTiming::start(&ctx.transport.metrics);
-        let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new() };
+        let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new(), queued: AtomicBool::new(false) };
         let acquired = waiting::acquire(&acquirer, channel, deadline).await;
         timing.end(&acquired);
         Ok(acquired?.map(PendingHold::take).map(|level| level.hold))
@@ -307,6 +310,19 @@ struct LockAcquire<'a> {
     lease_ms: Option<u64>,
     /// Made when the acquire starts waiting (the uncontended path needs none).
     candidate: OnceLock<Arc<Candidate>>,
+    /// A fair lock's last try queued it: leaving without the lock leaves the queue.
+    queued: AtomicBool,
+}
+
+impl Drop for LockAcquire<'_> {
+    fn drop(&mut self) {
+        if self.queued.load(Ordering::Acquire) {
+            // After any try still in flight (the operation lock orders them).
+            let holder = self.holder.clone();
+            let runtime = holder.ctx.runtime.clone();
+            runtime.spawn(async move { holder.leave_queue().await });
+        }
+    }
 }
 
 impl LockAcquire<'_> {
@@ -319,7 +335,17 @@ impl waiting::Acquire for LockAcquire<'_> {
     type Output = PendingHold;
 
     fn attempt(&self) -> impl std::future::Future<Output = Result<Attempt<PendingHold>>> + Send {
-        self.holder.attempt(self.lease_ms)
+        let attempt = self.holder.attempt(self.lease_ms);
+        let fair = self.holder.kind == LockKind::Fair;
+        async move {
+            let outcome = attempt.await;
+            if fair {
+                if let Ok(tried) = &outcome {
+                    self.queued.store(matches!(tried, Attempt::Busy(_)), Ordering::Release);
+                }
+            }
+            outcome
+        }
     }
 
     /// A re-entry never queues behind other waiters.

@@ -15,6 +15,13 @@ pub enum LockKind {
     /// Redisson's `RFencedLock`: an `RLock` whose every acquisition gets a strictly
     /// increasing fencing token from `redisson_lock_token:{name}`.
     Fenced,
+    /// Redisson's `RFairLock`: granted in the order of arrival across clients
+    /// (`redisson_lock_queue:{name}`), each waiter woken on its own channel.
+    Fair,
+    /// The read side of Redisson's `RReadWriteLock`: shared with other readers.
+    Read,
+    /// The write side of Redisson's `RReadWriteLock`: alone; it may also take read holds.
+    Write,
 }
 
 impl LockKind {
@@ -23,7 +30,20 @@ impl LockKind {
         match self {
             LockKind::Reentrant => "reentrant",
             LockKind::Fenced => "fenced",
+            LockKind::Fair => "fair",
+            LockKind::Read => "read",
+            LockKind::Write => "write",
         }
+    }
+
+    /// Every kind, for messages and bindings.
+    pub const ALL: [LockKind; 5] = [LockKind::Reentrant, LockKind::Fenced, LockKind::Fair, LockKind::Read, LockKind::Write];
+
+    /// Whether a release may hand the lock straight to a waiter of the same client:
+    /// only where any waiter may go next (a fair lock keeps its queue's order, and a
+    /// read-write lock's waiters are of two sides).
+    pub(crate) fn hands_off(self) -> bool {
+        matches!(self, LockKind::Reentrant | LockKind::Fenced)
     }
 }
 
@@ -38,11 +58,10 @@ impl std::str::FromStr for LockKind {
 
     /// Reads a kind by name, for the bindings and the CLI (one table, here).
     fn from_str(name: &str) -> Result<LockKind> {
-        match name {
-            "reentrant" => Ok(LockKind::Reentrant),
-            "fenced" => Ok(LockKind::Fenced),
-            other => Err(Error::invalid(format!("unknown lock kind {other:?}; give \"reentrant\" or \"fenced\""))),
-        }
+        LockKind::ALL.into_iter().find(|k| k.as_str() == name).ok_or_else(|| {
+            let names: Vec<&str> = LockKind::ALL.iter().map(|k| k.as_str()).collect();
+            Error::invalid(format!("unknown lock kind {name:?}; give one of {}", names.join(", ")))
+        })
     }
 }
 
@@ -55,6 +74,9 @@ pub struct LockOptions {
     pub holder_id: Option<u64>,
     /// Explicit full owner field, for handing a hold over between clients.
     pub owner: Option<String>,
+    /// Fair locks: how long a waiter may miss its turn before the others skip it
+    /// (Redisson's `threadWaitTime`; default 5 minutes).
+    pub fair_wait_timeout: Option<Duration>,
 }
 
 impl LockOptions {
@@ -62,6 +84,9 @@ impl LockOptions {
     pub fn kind(kind: LockKind) -> Self {
         LockOptions { kind, ..LockOptions::default() }
     }
+
+    /// Redisson's default `threadWaitTime`.
+    pub const FAIR_WAIT_TIMEOUT: Duration = Duration::from_secs(300);
 }
 
 /// How to acquire: how long to wait and which lease to use.

@@ -16,13 +16,11 @@ use std::time::{Duration, Instant};
 
 use super::handoff::{Handoff, STREAK};
 use super::holder::{Holder, Level, PendingHold};
-use crate::ctx::Ctx;
+use super::wire;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
 use crate::hold::state::Acquired;
 use crate::hold::Released;
-use crate::names::LockNames;
-use crate::scripts;
 use crate::transport::Conn;
 use crate::waiting::Attempt;
 
@@ -35,16 +33,13 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
     let lease = lease_ms.unwrap_or_else(|| h.ctx.config.watchdog_ms());
     let before = h.cell.state.lock().unwrap().count;
     let replicas = replicas_to_ack(&h, &conn).await;
+    let call = wire::acquire(&h, lease);
+    let invocation = call.invocation();
     for _ in 0..2 {
         let sent_at = Instant::now();
-        let mut call = scripts::ACQUIRE.key(&h.names.name);
-        if h.is_fenced() {
-            call.key(&h.names.token);
-        }
-        call.arg(lease).arg(&h.owner);
         let reply = match replicas {
-            None => call.invoke_async::<Vec<i64>>(&mut conn).await,
-            Some(replicas) => match acquire_acked(&h, &conn, lease, replicas).await {
+            None => invocation.invoke_async::<Vec<i64>>(&mut conn).await,
+            Some(replicas) => match acquire_acked(&h, &conn, &call, replicas).await {
                 Ok((reply, 0)) if reply.first() == Some(&1) => {
                     // Taken, but no replica has it: a failover now would lose it. Undo it
                     // (holding the operation lock until done) and say why.
@@ -107,21 +102,15 @@ async fn replicas_to_ack(h: &Holder, conn: &Conn) -> Option<u32> {
 /// The acquire script and `WAIT <replicas> <timeout>` in one pipeline: WAIT counts
 /// only the writes of its own connection. Answers the script's reply and the number
 /// of replicas that acknowledged.
-async fn acquire_acked(h: &Holder, conn: &Conn, lease: u64, replicas: u32) -> redis::RedisResult<(Vec<i64>, i64)> {
+async fn acquire_acked(h: &Holder, conn: &Conn, call: &wire::Call, replicas: u32) -> redis::RedisResult<(Vec<i64>, i64)> {
     let ack_timeout = h.ctx.config.replica_ack_timeout;
     let mut conn = conn.with_timeout(h.ctx.config.response_timeout + ack_timeout);
     let mut pipe = redis::pipe();
-    let eval = pipe.cmd("EVALSHA").arg(scripts::ACQUIRE.get_hash());
-    if h.is_fenced() {
-        eval.arg(2).arg(&h.names.name).arg(&h.names.token);
-    } else {
-        eval.arg(1).arg(&h.names.name);
-    }
-    eval.arg(lease).arg(&h.owner);
+    call.evalsha(&mut pipe);
     pipe.cmd("WAIT").arg(replicas).arg(ack_timeout.as_millis() as u64);
     match pipe.query_async(&mut conn).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            scripts::ACQUIRE.load_async(&mut conn).await?;
+            call.script().load_async(&mut conn).await?;
             pipe.query_async(&mut conn).await
         }
         other => other,
@@ -154,7 +143,7 @@ async fn resolve_unknown_acquire(h: Arc<Holder>, guard: OpGuard, before: u32, le
             return;
         }
         let Ok(mut conn) = h.ctx.conn() else { return };
-        let read: redis::RedisResult<Option<i64>> = redis::Cmd::hget(&h.names.name, &h.owner).query_async(&mut conn).await;
+        let read: redis::RedisResult<Option<i64>> = redis::Cmd::hget(&h.names.name, &h.field).query_async(&mut conn).await;
         match read {
             Ok(count) => {
                 let extra = count.unwrap_or(0) - before as i64;
@@ -163,7 +152,7 @@ async fn resolve_unknown_acquire(h: Arc<Holder>, guard: OpGuard, before: u32, le
                 }
                 let lease = if before == 0 { 0 } else { h.cell.state.lock().unwrap().lease_ms };
                 let request_id = h.ctx.new_request_id();
-                let undone = release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, lease, Levels::Some(extra as u32), None).await;
+                let undone = release_script(&h, conn, &request_id, lease, Levels::Some(extra as u32), None).await;
                 match undone {
                     Ok(_) => {
                         tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "undid an acquisition whose reply was lost");
@@ -189,7 +178,7 @@ pub(crate) async fn read_own_field_now(h: &Holder) -> Result<(i64, Option<u64>)>
 /// retries while the connection re-establishes itself.
 async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>)> {
     let mut pipe = redis::pipe();
-    pipe.hget(&h.names.name, &h.owner);
+    pipe.hget(&h.names.name, &h.field);
     if h.is_fenced() {
         pipe.get(&h.names.token);
     }
@@ -231,7 +220,7 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released>
     };
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
-    let handoff = if full && streak < STREAK && !h.ctx.is_shut_down() {
+    let handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
         let claimed = h.ctx.hub.claim_successor(&h.names.channel, h.uid);
         claimed.and_then(|claimed| Handoff::start(claimed, early, streak + 1))
     } else {
@@ -289,7 +278,7 @@ async fn run_release(h: &Holder, lease_ms: u64, all: bool, handoff: Option<&Hand
     let conn = h.ctx.conn()?;
     let request_id = h.ctx.new_request_id();
     let levels = if all { Levels::All } else { Levels::Some(1) };
-    release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, lease_ms, levels, handoff).await
+    release_script(h, conn, &request_id, lease_ms, levels, handoff).await
 }
 
 /// Deletes this holder's field, revived by a late renewal of a lost hold, unless
@@ -300,7 +289,7 @@ pub(crate) async fn release_revived(h: &Holder, generation: u64) -> Result<()> {
     }
     let conn = h.ctx.conn()?;
     let request_id = h.ctx.new_request_id();
-    release_script(&h.ctx, conn, &h.names, &h.owner, &request_id, 0, Levels::All, None).await?;
+    release_script(h, conn, &request_id, 0, Levels::All, None).await?;
     Ok(())
 }
 
@@ -342,33 +331,22 @@ enum Levels {
 
 /// Runs the release script, retrying after a lost reply with the same request id
 /// until the retry window closes; then queues the reply latch for deletion.
-#[allow(clippy::too_many_arguments)]
 async fn release_script(
-    ctx: &Ctx,
+    h: &Holder,
     mut conn: Conn,
-    names: &LockNames,
-    owner: &str,
     request_id: &str,
     lease_ms: u64,
     levels: Levels,
     handoff: Option<&Handoff>,
 ) -> Result<ReleaseReply> {
+    let (ctx, names) = (&h.ctx, &h.names);
     let latch = names.latch(request_id);
     let window = ctx.config.retry_window;
     let levels = match levels {
         Levels::All => "all".to_string(),
         Levels::Some(n) => n.to_string(),
     };
-    let mut call = scripts::RELEASE.key(&names.name);
-    call.key(&names.channel).key(&latch);
-    call.arg(owner).arg(lease_ms).arg(ctx.transport.publish_command()).arg(window.as_millis() as u64).arg(levels);
-    if let Some(handoff) = handoff {
-        let successor = handoff.successor();
-        if successor.is_fenced() {
-            call.key(&successor.names.token);
-        }
-        call.arg(&successor.owner).arg(handoff.lease_ms);
-    }
+    let call = wire::release(h, &latch, lease_ms, &levels, handoff).invocation();
     let started = Instant::now();
     let mut delay = Duration::from_millis(10);
     let reply = loop {

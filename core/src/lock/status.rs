@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
-use crate::scripts;
 use crate::transport::Conn;
 
 /// One owner field of the lock hash.
@@ -62,7 +61,7 @@ impl Lock {
         // never reports a hold the caller was not given.
         let holder = self.one()?;
         let _settled = holder.op.lock().await;
-        let cmd = redis::Cmd::hget(&holder.names.name, &holder.owner);
+        let cmd = redis::Cmd::hget(&holder.names.name, &holder.field);
         let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
         Ok(count.unwrap_or(0))
     }
@@ -83,10 +82,8 @@ impl Lock {
     pub async fn force_unlock(&self) -> Result<bool> {
         let holder = self.one()?;
         let mut conn = holder.ctx.conn()?;
-        let unlocked: i64 = scripts::FORCE_UNLOCK
-            .key(&holder.names.name)
-            .key(&holder.names.channel)
-            .arg(holder.ctx.transport.publish_command())
+        let unlocked: i64 = super::wire::force_unlock(holder)
+            .invocation()
             .invoke_async(&mut conn)
             .await
             .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
@@ -116,7 +113,8 @@ impl Lock {
         if kind == "hash" {
             let cmd = redis::Cmd::hgetall(&keys.name);
             let fields: Vec<(String, String)> = self.query_idempotent(&cmd, "reading the holders of").await?;
-            for (owner, count) in fields {
+            // A read-write lock's hash also says which side holds it.
+            for (owner, count) in fields.into_iter().filter(|(field, _)| field != "mode") {
                 let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
                 holders.push(HolderEntry { owner, count, info: None });
             }

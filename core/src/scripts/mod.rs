@@ -24,6 +24,14 @@ scripts! {
     FORCE_UNLOCK = "lock/force_unlock.lua";
     EXTEND = "lock/extend.lua";
     HOLDER_INFO = "lock/holder_info.lua";
+    FAIR_ACQUIRE = "lock/fair_acquire.lua";
+    FAIR_RELEASE = "lock/fair_release.lua";
+    FAIR_LEAVE = "lock/fair_leave.lua";
+    READ_ACQUIRE = "lock/read_acquire.lua";
+    READ_RELEASE = "lock/read_release.lua";
+    READ_RENEW = "lock/read_renew.lua";
+    WRITE_ACQUIRE = "lock/write_acquire.lua";
+    WRITE_RELEASE = "lock/write_release.lua";
     SEMAPHORE_TRY_SET = "semaphore/try_set_permits.lua";
     SEMAPHORE_ACQUIRE = "semaphore/acquire.lua";
     SEMAPHORE_RELEASE = "semaphore/release.lua";

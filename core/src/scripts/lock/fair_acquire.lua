@@ -1,0 +1,64 @@
+-- Redisson RFairLock acquire: FIFO through the queue list and the timeout zset.
+-- Waiters whose turn passed without them (dead, or gone) are dropped from the head
+-- first; the lock is taken only when free and nobody is queued before this owner;
+-- otherwise the owner is queued (once) with a timeout of the previous waiter's (or
+-- the lock's TTL) plus the wait time, which is when it counts as dead.
+-- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout zset;
+-- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] waiter timeout (threadWaitTime) in ms.
+-- Reply: {1, hold count, 0} acquired; {0, ms to wait at most before trying again}.
+redis.replicate_commands()
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if not first then
+    break
+  end
+  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
+  if timeout and timeout > now then
+    break
+  end
+  redis.call('zrem', KEYS[3], first)
+  redis.call('lpop', KEYS[2])
+end
+if redis.call('exists', KEYS[1]) == 0
+    and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  -- Everyone behind moves up a turn.
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiting do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiting[i])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, 1, 0}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {1, count, 0}
+end
+local queued = redis.call('zscore', KEYS[3], ARGV[2])
+if queued then
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl < 0 then
+    -- Free, but someone is ahead: that waiter is woken; try again by its turn's end.
+    ttl = tonumber(redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], 0))) - now
+  end
+  return {0, math.max(ttl, 1)}
+end
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last and last ~= ARGV[2] then
+  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+  ttl = redis.call('pttl', KEYS[1])
+end
+if ttl < 0 then
+  ttl = 0
+end
+if redis.call('zadd', KEYS[3], now + ttl + tonumber(ARGV[3]), ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+return {0, math.max(redis.call('pttl', KEYS[1]), 1)}
