@@ -44,6 +44,12 @@ export interface ConnectOptions {
   replicaAck?: boolean;
   /** How long the replica acknowledgement may take (1 to 600000). Default 1000. */
   replicaAckTimeoutMs?: number;
+  /**
+   * Names every connection `ferrolock:<client id>:<appName>` (`CLIENT SETNAME`), so
+   * `CLIENT LIST` tells which process holds which connection. 1 to 64 characters of
+   * `[A-Za-z0-9._-]`; else the connect rejects with `InvalidArgumentError`.
+   */
+  appName?: string;
 }
 
 /** Which lock: a reentrant lock (Redisson's `RLock`) or a fenced one (`RFencedLock`). */
@@ -70,6 +76,11 @@ export interface TryAcquireOptions {
   waitMs?: number;
   leaseMs?: number;
   signal?: AbortSignal;
+}
+
+export interface ExtendOptions {
+  /** The lease becomes `ms` instead of growing by it (redis-py's `replace_ttl`). */
+  replace?: boolean;
 }
 
 /** How many members a multi-lock needs: more than half (Redlock) or all (MultiLock). */
@@ -102,12 +113,26 @@ export type ErrorCode =
   | 'ERR_PERMISSION'
   | 'ERR_NOT_REPLICATED'
   | 'ERR_CANCELLED'
+  | 'ERR_CLIENT_CLOSED'
   | 'ERR_INTERNAL';
 
-/** Base class of every error ferrolock raises. */
+/**
+ * Base class of every error ferrolock raises. (`instanceof FerrolockError` is also true
+ * of an `ArgumentTypeError`, which is a `TypeError`.)
+ */
 export class FerrolockError extends Error {
   readonly code: ErrorCode;
   constructor(message: string, code: ErrorCode, options?: ErrorOptions);
+}
+/**
+ * A value of the wrong type, an options object that is not an object, or an option
+ * key ferrolock does not know (`{ waitMS }`, `{ timeout }`); the message names the
+ * valid keys. A `TypeError` with `code === 'ERR_INVALID_ARGUMENT'`, for which
+ * `instanceof InvalidArgumentError` and `instanceof FerrolockError` are true too.
+ */
+export class ArgumentTypeError extends TypeError {
+  readonly code: 'ERR_INVALID_ARGUMENT';
+  constructor(message: string, options?: ErrorOptions);
 }
 /** A bounded `acquire`/`using` ran out of time. */
 export class NotAcquiredError extends FerrolockError {
@@ -122,6 +147,12 @@ export class NotOwnerError extends FerrolockError {
 /** The hold was lost (expired, force-unlocked, server lost it). */
 export class LockLostError extends FerrolockError {
   readonly code: 'ERR_LOCK_LOST';
+  /**
+   * Why, in a few words (e.g. "its lease (5000 ms) ran out before it was renewed or
+   * released"), on the error of a `'lost'` event and of an aborted `signal`; the
+   * message names the lock and the holder too.
+   */
+  readonly reason?: string;
   constructor(message: string, options?: ErrorOptions);
 }
 /** I/O error, refused connection, timeout or failed authentication. */
@@ -134,7 +165,7 @@ export class WrongTypeError extends FerrolockError {
   readonly code: 'ERR_WRONG_TYPE';
   constructor(message: string, options?: ErrorOptions);
 }
-/** Bad input: name, duration, URL or option. */
+/** Bad input: name, duration, URL or option out of range (wrong types: `ArgumentTypeError`). */
 export class InvalidArgumentError extends FerrolockError {
   readonly code: 'ERR_INVALID_ARGUMENT';
   constructor(message: string, options?: ErrorOptions);
@@ -156,17 +187,48 @@ export class NotReplicatedError extends FerrolockError {
   readonly code: 'ERR_NOT_REPLICATED';
   constructor(message: string, options?: ErrorOptions);
 }
-/** A wait was aborted (AbortSignal, or the client was closed). `name === 'AbortError'`. */
+/** A wait was aborted by an AbortSignal. `name === 'AbortError'`. */
 export class CancelledError extends FerrolockError {
   readonly code: 'ERR_CANCELLED';
   readonly name: 'AbortError';
   constructor(message: string, options?: ErrorOptions);
 }
 export { CancelledError as AbortError };
+/**
+ * A call on a client after `close()`: `client.lock()`, every call of its locks, and
+ * acquires that were waiting when it closed. The message says to create a new client.
+ */
+export class ClientClosedError extends FerrolockError {
+  readonly code: 'ERR_CLIENT_CLOSED';
+  constructor(message: string, options?: ErrorOptions);
+}
 /** A bug in ferrolock, or a reply it does not understand. */
 export class InternalError extends FerrolockError {
   readonly code: 'ERR_INTERNAL';
   constructor(message: string, options?: ErrorOptions);
+}
+
+/** One owner field of a lock, in `lock.status()`. */
+export interface HolderStatus {
+  /** `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson). */
+  owner: string;
+  /** How many times that holder has entered the lock. */
+  count: number;
+  /** Text the holder attached with `lock.setHolderInfo()`, else null. */
+  info: string | null;
+}
+
+/** A lock as the server sees it at one moment (`lock.status()`). */
+export interface LockStatus {
+  name: string;
+  /** Every holder with its hold count; empty when the lock is free. */
+  holders: HolderStatus[];
+  /** Ms left on the lease; null when free, Infinity for a lock without expiry. */
+  remainingLeaseMs: number | null;
+  /** Connections subscribed to the lock's release channel: one per client with waiters. */
+  subscribers: number;
+  /** The last fencing token handed out for this name, else null. */
+  lastToken: bigint | null;
 }
 
 /** One acquisition, as returned by `lock.acquire()`. Disposable with `await using`. */
@@ -184,6 +246,8 @@ export class Hold {
   readonly lost: boolean;
   /** True once released. */
   readonly released: boolean;
+  /** `lock.extend(ms, options)`; rejects with `NotOwnerError` once this hold was released. */
+  extend(ms: number, options?: ExtendOptions): Promise<number>;
   /** Releases this acquisition (one level); a second call does nothing. */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -195,6 +259,11 @@ export class Hold {
  * While it holds, its client keeps it reachable: a hold ends only by a release, `using()` /
  * `await using` scope end, `client.close()`, process exit, or the end of an explicit lease,
  * never by garbage collection.
+ *
+ * A hold lost while nobody listens (no `'lost'` listener, no abort listener on its
+ * `signal`) is also reported as a process warning (`process.on('warning')`, type
+ * `FerrolockWarning`, code `FERROLOCK_LOCK_LOST`) naming the lock and the reason.
+ * `util.inspect(lock)` shows its name, kind and local state (held, count, lost, token).
  */
 export class Lock extends EventEmitter {
   /**
@@ -248,12 +317,66 @@ export class Lock extends EventEmitter {
   holdCount(): Promise<number>;
   /** Ms left on the lease of whoever holds it; null when not locked; Infinity without expiry. */
   remainingLeaseMs(): Promise<number | null>;
+  /**
+   * Holders (with hold counts and attached info), lease left, subscribed clients and the
+   * last fencing token, as `ferrolock status` shows them. Rejects with
+   * `InvalidArgumentError` on a multi-lock: ask its members.
+   */
+  status(): Promise<LockStatus>;
+  /**
+   * Adds `ms` to the lease of this handle's hold (taken with `leaseMs`), or with
+   * `{ replace: true }` sets the lease to `ms`; resolves with the ms now left. Rejects
+   * with `NotOwnerError` (holds nothing), `LockLostError` (its hold was lost) or
+   * `InvalidArgumentError` (a watchdog-renewed hold, or `ms` out of range).
+   */
+  extend(ms: number, options?: ExtendOptions): Promise<number>;
+  /** Resets the lease to the `leaseMs` the hold was taken with; resolves with it (ms). Errors as `extend`. */
+  reacquire(): Promise<number>;
+  /**
+   * Attaches `info` (at most 1024 bytes; `null` removes it) to this holder's entry in
+   * `status()`. Rejects with `NotOwnerError` if this handle does not hold. Kept as long
+   * as the lease it was set under: set it again after the watchdog renewed the lease.
+   */
+  setHolderInfo(info: string | null): Promise<void>;
   /** Deletes the lock whoever holds it and wakes a waiter. True if it was locked. */
   forceUnlock(): Promise<boolean>;
   /** Acquires, runs `fn`, always releases; resolves with what `fn` returned. */
   using<T>(fn: (signal: AbortSignal, hold: Hold) => T | Promise<T>, options?: UsingOptions): Promise<T>;
 }
 
+/** Counts of one duration, in seconds. */
+export interface Histogram {
+  /** Upper bounds (seconds), ascending. */
+  bounds: number[];
+  /** `counts[i]`: observations in `(bounds[i-1], bounds[i]]`, not cumulative; the last (`bounds.length`) is above the last bound. */
+  counts: number[];
+  /** Sum of the observations (seconds). */
+  sum: number;
+  /** Number of observations. */
+  count: number;
+}
+
+/** What a client's locks did since it connected (`client.metrics()`). */
+export interface Metrics {
+  clientId: string;
+  /** Acquires by outcome: acquired, not acquired in time, failed (an error), cancelled. */
+  acquired: number;
+  notAcquired: number;
+  failed: number;
+  cancelled: number;
+  /** From an acquire call to its outcome, every outcome. */
+  wait: Histogram;
+  /** From an acquisition to its release or loss. */
+  hold: Histogram;
+  holdsNow: number;
+  waitersNow: number;
+  renewals: number;
+  renewalFailures: number;
+  losses: number;
+  reconnects: number;
+}
+
+/** `util.inspect(client)` shows its id and whether it is closed. */
 export class Client {
   private constructor();
   /**
@@ -265,6 +388,7 @@ export class Client {
   static connect(url: string, options?: ConnectOptions): Promise<Client>;
   /** Random UUID v4 of this client. */
   readonly id: string;
+  /** True from the moment `close()` is called. */
   readonly closed: boolean;
   /** A reentrant lock handle (a new holder). */
   lock(name: string | Uint8Array, options?: LockOptions): Lock;
@@ -274,10 +398,42 @@ export class Client {
   subscribedChannels(): number;
   /** Locks this client holds right now. */
   heldCount(): number;
-  /** Releases what it holds, stops its waits, closes its connections. The way to end holds nobody references any more. */
+  /** A snapshot of what this client's locks did since it connected; readable after close(). */
+  metrics(): Metrics;
+  /** `metrics()` in Prometheus' text exposition format (names `ferrolock_*`, label `client`). */
+  metricsText(): string;
+  /**
+   * Releases what it holds, stops its waits (they reject with `ClientClosedError`),
+   * closes its connections. The way to end holds nobody references any more. Every
+   * later call on the client or its locks fails with `ClientClosedError`; `close()`
+   * itself may be called again.
+   */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
+
+/** One of core's log events, as `setLogger`'s function receives it. */
+export interface LogRecord {
+  level: 'ERROR' | 'WARN' | 'INFO' | 'DEBUG' | 'TRACE';
+  /** Where in core it comes from, e.g. `'ferrolock::waiting::subscriber'`. */
+  target: string;
+  message: string;
+  /** The event's other fields (lock name, error, ...), as text. */
+  fields: Record<string, string>;
+}
+
+export interface SetLoggerOptions {
+  /** Which events: an env-filter (`'info'`, the default; `'warn'`; `'ferrolock=debug'`). */
+  level?: string;
+}
+
+/**
+ * Hands core's log events (reconnects, resubscribes, failed renewals, losses) to
+ * `logger`, queued to the event loop (core never waits for it); `null` stops it.
+ * Process-wide: a later call replaces the logger. Independent of the
+ * `FERROLOCK_LOG=<filter>` environment variable, which writes them to stderr.
+ */
+export function setLogger(logger: ((record: LogRecord) => void) | null, options?: SetLoggerOptions): void;
 
 /** `Lock.multi(locks, { quorum: 'majority' })`: a Redlock over `locks`. */
 export function redlock(locks: Iterable<Lock>): Lock;

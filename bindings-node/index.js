@@ -5,11 +5,13 @@
 // handles; lib/lock.js turns lost-hold notifications into 'lost' events and
 // aborted signals and keeps lock objects that hold reachable from their client;
 // lib/client.js connects and makes lock handles; lib/redlock.js makes multi-locks
-// over several servers (Redlock, MultiLock). The lock logic is in Rust.
+// over several servers (Redlock, MultiLock); lib/log.js hands core's log events to
+// a JS function. The lock logic is in Rust.
 
 const { Client } = require('./lib/client');
 const { Lock, Hold } = require('./lib/lock');
 const { Redlock, redlock, multiLock } = require('./lib/redlock');
+const { setLogger } = require('./lib/log');
 const { errors } = require('./lib/errors');
 
-module.exports = { Client, Lock, Hold, Redlock, redlock, multiLock, ...errors };
+module.exports = { Client, Lock, Hold, Redlock, redlock, multiLock, setLogger, ...errors };

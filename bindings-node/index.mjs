@@ -11,7 +11,9 @@ export const {
   Redlock,
   redlock,
   multiLock,
+  setLogger,
   FerrolockError,
+  ArgumentTypeError,
   NotAcquiredError,
   NotOwnerError,
   LockLostError,
@@ -22,6 +24,7 @@ export const {
   NotReplicatedError,
   CancelledError,
   AbortError,
+  ClientClosedError,
   InternalError,
 } = ferrolock;
 

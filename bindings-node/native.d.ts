@@ -7,7 +7,7 @@ export declare class NativeClient {
    * Sets the function told about lost holds, and ties the client to this JS
    * environment: when the environment ends (a worker exits) the client shuts down.
    */
-  setLostHandler(callback: (lockId: number, seq: number, message: string) => void): void
+  setLostHandler(callback: (lockId: number, seq: number, message: string, reason: string) => void): void
   /**
    * A lock handle: a new holder. `kind` is "reentrant" or "fenced";
    * `holderId` / `owner` pick an explicit holder.
@@ -15,7 +15,7 @@ export declare class NativeClient {
   lock(name: string | Buffer, kind: string, holderId?: number | undefined | null, owner?: string | undefined | null): NativeLock
   /**
    * Releases what this client holds, stops its waits (they reject with
-   * `ERR_CANCELLED`) and closes its connections. Idempotent.
+   * `ERR_CLIENT_CLOSED`) and closes its connections. Idempotent.
    */
   close(): Promise<undefined>
   get closed(): boolean
@@ -23,6 +23,10 @@ export declare class NativeClient {
   subscribedChannels(): number
   /** Locks this client holds now. */
   heldCount(): number
+  /** A snapshot of this client's metrics (readable after close). */
+  metrics(): Metrics
+  /** The metrics in Prometheus' text exposition format, as core renders them. */
+  metricsText(): string
 }
 
 export declare class NativeLock {
@@ -58,6 +62,19 @@ export declare class NativeLock {
    * for a lock without expiry.
    */
   remainingLeaseMs(): Promise<number | undefined | null>
+  /**
+   * Holders with their counts, lease left, subscribed clients and last fencing
+   * token, read in one round-trip (two when locked).
+   */
+  status(): Promise<LockStatus>
+  /** Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left. */
+  extend(ms: number): Promise<number>
+  /** Sets the explicit lease of this holder's hold to `ms`; resolves with it. */
+  setLease(ms: number): Promise<number>
+  /** Resets the lease to the one the hold was taken with; resolves with it (ms). */
+  reacquire(): Promise<number>
+  /** Text shown next to this holder in `status()`; `null` removes it. */
+  setHolderInfo(info?: string | undefined | null): Promise<undefined>
   forceUnlock(): Promise<boolean>
 }
 
@@ -88,6 +105,28 @@ export interface ConnectOptions {
   sentinelPassword?: string
   replicaAck?: boolean
   replicaAckTimeoutMs?: number
+  /** Connections are named `ferrolock:<client id>:<appName>` (core checks the name). */
+  appName?: string
+}
+
+/** Counts of one duration, in seconds (core's histogram). */
+export interface Histogram {
+  /** Upper bounds, ascending. */
+  bounds: Array<number>
+  /** Observations per bucket, not cumulative; one more than `bounds` (the last: above them). */
+  counts: Array<number>
+  sum: number
+  count: number
+}
+
+/** One owner field of the lock, as `status()` reports it. */
+export interface HolderStatus {
+  /** `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson). */
+  owner: string
+  /** How many times that holder has entered the lock. */
+  count: number
+  /** The text that holder attached with `setHolderInfo`. */
+  info?: string
 }
 
 /** What one successful acquire returns. */
@@ -100,6 +139,49 @@ export interface HoldInfo {
   seq: number
 }
 
+/** The lock as the server sees it at one moment. */
+export interface LockStatus {
+  name: string
+  /** Every holder with its hold count; empty when the lock is free. */
+  holders: Array<HolderStatus>
+  /** Ms left on the lease; absent when free, `Infinity` for a lock without expiry. */
+  remainingLeaseMs?: number
+  /** Connections subscribed to the lock's release channel (one per client with waiters). */
+  subscribers: number
+  /** The last fencing token handed out for this name, if any. */
+  lastToken?: bigint
+}
+
+/** One event, as the function given to `setLogger` receives it. */
+export interface LogRecord {
+  /** "ERROR", "WARN", "INFO", "DEBUG" or "TRACE". */
+  level: string
+  /** Where in core it comes from, e.g. "ferrolock::waiting::subscriber". */
+  target: string
+  message: string
+  /** The event's other fields (lock name, error, ...), as text. */
+  fields: Record<string, string>
+}
+
+/** What a client's locks did since it connected (core's `Metrics`, camelCase). */
+export interface Metrics {
+  clientId: string
+  acquired: number
+  notAcquired: number
+  failed: number
+  cancelled: number
+  /** Seconds from an acquire call to its outcome, every outcome. */
+  wait: Histogram
+  /** Seconds from an acquisition to its release or loss. */
+  hold: Histogram
+  holdsNow: number
+  waitersNow: number
+  renewals: number
+  renewalFailures: number
+  losses: number
+  reconnects: number
+}
+
 /**
  * A multi-lock over `members` (single lock handles, usually one name on several
  * clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or "all"
@@ -110,3 +192,11 @@ export declare function multiLock(members: Array<NativeLock>, quorum: string): N
 
 /** A cancel handle for one acquire call. Pass it to `acquire`; `cancel(id)` stops that wait. */
 export declare function newCancel(): number
+
+/**
+ * Sends core's log events at `filter` (env-filter syntax, e.g. "info" or
+ * "ferrolock=debug,ferrolock::renewal=trace") or above to `logger`, from the
+ * runtime's thread without blocking it; `null` stops that. One logger per process:
+ * a call replaces the previous one.
+ */
+export declare function setLogger(logger?: ((record: LogRecord) => void) | null, filter?: string | undefined | null): void

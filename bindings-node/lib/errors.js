@@ -9,6 +9,27 @@ class FerrolockError extends Error {
     this.name = 'FerrolockError';
     this.code = code;
   }
+
+  // An ArgumentTypeError is a TypeError (Node's convention for a value of the wrong
+  // type and an unknown option), yet code that catches ferrolock's errors by class
+  // (`instanceof InvalidArgumentError` / `FerrolockError`) must still catch it.
+  // Subclasses inherit this; for them it is the plain prototype check.
+  static [Symbol.hasInstance](value) {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return (this === FerrolockError || this === errors.InvalidArgumentError) && value instanceof ArgumentTypeError;
+  }
+}
+
+/**
+ * A value of the wrong type, an options object that is not one, or an unknown option
+ * key: a TypeError whose `code` is 'ERR_INVALID_ARGUMENT', also `instanceof
+ * InvalidArgumentError` and `instanceof FerrolockError`.
+ */
+class ArgumentTypeError extends TypeError {
+  constructor(message, options) {
+    super(message, options);
+    this.code = 'ERR_INVALID_ARGUMENT';
+  }
 }
 
 function defineError(className, code, name = className) {
@@ -26,7 +47,7 @@ function defineError(className, code, name = className) {
 // The public error classes by export name: FerrolockError, then one per code. A
 // third field is the errors' `name` when it is not the class name, and an alias:
 // CancelledError, whose errors are named AbortError, is exported as AbortError too.
-const errors = { FerrolockError };
+const errors = { FerrolockError, ArgumentTypeError };
 for (const [className, code, name] of [
   ['NotAcquiredError', 'ERR_NOT_ACQUIRED'],
   ['NotOwnerError', 'ERR_NOT_OWNER'],
@@ -37,6 +58,7 @@ for (const [className, code, name] of [
   ['PermissionDeniedError', 'ERR_PERMISSION'],
   ['NotReplicatedError', 'ERR_NOT_REPLICATED'],
   ['CancelledError', 'ERR_CANCELLED', 'AbortError'],
+  ['ClientClosedError', 'ERR_CLIENT_CLOSED'],
   ['InternalError', 'ERR_INTERNAL'],
 ]) {
   errors[className] = defineError(className, code, name);

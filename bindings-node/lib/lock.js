@@ -4,15 +4,24 @@
 // multi-lock (Lock.multi: Redlock or MultiLock over member locks on several
 // clients) is a Lock too, known to each of its members' clients.
 
-const { EventEmitter } = require('node:events');
+const { EventEmitter, getEventListeners } = require('node:events');
+const { inspect } = require('node:util');
 const native = require('./native');
 const { asyncDispose } = require('./dispose');
-const { InvalidArgumentError, LockLostError, NotAcquiredError, convert, call, callSync } = require('./errors');
-const { optionsObject, ms, checkSignal } = require('./options');
+const {
+  InvalidArgumentError, ArgumentTypeError, LockLostError, NotAcquiredError, NotOwnerError, convert, call, callSync,
+} = require('./errors');
+const { optionKeys, optionsObject, typeOf, ms, bool, checkSignal } = require('./options');
 const { abortError, watchSignal, unwatchSignal } = require('./abort');
 
 const kNative = Symbol('native');
 const lostEvent = Symbol('lostEvent');
+
+const ACQUIRE = optionKeys('acquire', ['waitMs', 'leaseMs', 'signal']);
+const TRY_ACQUIRE = optionKeys('tryAcquire', ['waitMs', 'leaseMs', 'signal']);
+const USING = optionKeys('using', ['waitMs', 'leaseMs', 'signal']);
+const MULTI = optionKeys('Lock.multi', ['quorum']);
+const EXTEND = optionKeys('extend', ['replace']);
 
 /**
  * The lock objects of one client that hold right now. The client keeps them
@@ -87,6 +96,12 @@ class Hold {
     return this.#released;
   }
 
+  /** `lock.extend(ms, options)` for the hold this acquisition belongs to; NotOwnerError once released. */
+  async extend(ms, options) {
+    if (this.#released) throw new NotOwnerError(`this hold of lock "${this.#lock.name}" was released; there is nothing to extend`);
+    return this.#lock.extend(ms, options);
+  }
+
   /** Releases this acquisition (one level). A second call does nothing. */
   async release() {
     if (this.#released) return;
@@ -96,6 +111,18 @@ class Hold {
 
   async [asyncDispose]() {
     await this.release();
+  }
+
+  [inspect.custom](depth, options, inspectValue) {
+    const state = {
+      lock: this.#lock.name,
+      token: this.token,
+      holdCount: this.holdCount,
+      lost: this.lost,
+      released: this.#released,
+    };
+    if (depth < 0) return options.stylize(`[Hold ${state.lock}]`, 'special');
+    return `Hold ${inspectValue(state, options)}`;
   }
 }
 
@@ -107,7 +134,7 @@ class Lock extends EventEmitter {
   #home; // a single lock's client, as { held, adopt(lock, id) }; null for a multi-lock
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
   #state; // { seq, controller } of the current (or latest, or next) hold
-  #early = null; // { seq, message }: a loss told before the acquire that made that hold returned
+  #early = null; // { seq, message, reason }: a loss told before the acquire that made that hold returned
 
   /** Made by `client.lock()` / `client.fencedLock()` (single) or `Lock.multi()`. */
   constructor(nativeLock, held, { home = null, members = [] } = {}) {
@@ -131,20 +158,21 @@ class Lock extends EventEmitter {
    * members over: do not acquire or release them directly while it is in use.
    */
   static multi(locks, options) {
-    const o = optionsObject(options, 'Lock.multi');
+    const o = optionsObject(options, MULTI);
     if (!QUORUMS.includes(o.quorum)) {
-      throw new InvalidArgumentError(
+      const Err = o.quorum === undefined || typeof o.quorum === 'string' ? InvalidArgumentError : ArgumentTypeError;
+      throw new Err(
         `Lock.multi needs { quorum: 'majority' } (Redlock) or { quorum: 'all' } (MultiLock), not ${describe(o.quorum)}`,
       );
     }
     if (typeof locks === 'string' || !locks || typeof locks[Symbol.iterator] !== 'function') {
-      throw new InvalidArgumentError(`a multi-lock's members must be an array of Lock objects, not ${describe(locks)}`);
+      throw new ArgumentTypeError(`a multi-lock's members must be an array of Lock objects, not ${describe(locks)}`);
     }
     const members = [...locks];
     if (members.length === 0) throw new InvalidArgumentError('a multi-lock needs at least one member lock');
     members.forEach((member, i) => {
       if (!(member instanceof Lock)) {
-        throw new InvalidArgumentError(`member ${i + 1} of a multi-lock is not a Lock (from client.lock(name)) but ${describe(member)}`);
+        throw new ArgumentTypeError(`member ${i + 1} of a multi-lock is not a Lock (from client.lock(name)) but ${describe(member)}`);
       }
       if (member.#members.length > 0) {
         throw new InvalidArgumentError(`member ${i + 1} of a multi-lock is itself a multi-lock: members must be single locks`);
@@ -229,27 +257,38 @@ class Lock extends EventEmitter {
     const hold = new Hold(this, info, this.#state);
     if (this.#early !== null && this.#early.seq === info.seq) {
       // Lost right after it was taken: the notification overtook the acquire's reply.
-      const { message } = this.#early;
+      const { message, reason } = this.#early;
       this.#early = null;
-      this.#lost(message);
+      this.#lost(message, reason);
     }
     return hold;
   }
 
-  [lostEvent](seq, message) {
-    if (seq === this.#state.seq) this.#lost(message);
-    else if (this.#native.localHoldCount === 0) this.#early = { seq, message }; // maybe a hold whose acquire is still to return
+  [lostEvent](seq, message, reason) {
+    if (seq === this.#state.seq) this.#lost(message, reason);
+    else if (this.#native.localHoldCount === 0) this.#early = { seq, message, reason }; // maybe a hold whose acquire is still to return
     this.#held.update(this);
   }
 
-  #lost(message) {
+  #lost(message, reason) {
     const err = new LockLostError(message);
+    err.reason = reason;
     // Format the stack now: until then V8 keeps the frames' receivers (this lock),
     // and a kept error (a signal's reason) would keep a lost lock object alive.
     void err.stack;
-    if (!this.#state.controller.signal.aborted) {
-      this.#state.controller.abort(err);
-      this.emit('lost', err);
+    const { signal } = this.#state.controller;
+    if (signal.aborted) return;
+    // Whether anyone will hear of it, asked before the abort runs (and maybe removes)
+    // the signal's listeners.
+    const heard = this.listenerCount('lost') > 0 || signal.onabort !== null || getEventListeners(signal, 'abort').length > 0;
+    this.#state.controller.abort(err);
+    this.emit('lost', err);
+    if (!heard) {
+      // A loss nobody hears of would go unnoticed while the critical section goes on.
+      process.emitWarning(
+        `${err.message}. Nobody listened for it: handle lock.on('lost', ...) or the hold's signal`,
+        { type: 'FerrolockWarning', code: 'FERROLOCK_LOCK_LOST' },
+      );
     }
   }
 
@@ -274,8 +313,18 @@ class Lock extends EventEmitter {
    * (rejects with AbortError, code ERR_CANCELLED). With `waitMs`, rejects with
    * NotAcquiredError when that runs out.
    */
-  async acquire(options) {
-    const o = optionsObject(options, 'acquire');
+  acquire(options) {
+    let o;
+    try {
+      o = optionsObject(options, ACQUIRE);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    // Not an async wrapper: that would add a promise (and its ticks) to every acquire.
+    return this.#acquireOrThrow(o);
+  }
+
+  async #acquireOrThrow(o) {
     const waitMs = ms(o.waitMs, 'waitMs');
     const hold = await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal));
     if (!hold) {
@@ -286,7 +335,7 @@ class Lock extends EventEmitter {
 
   /** One attempt, or waits up to `waitMs` (default 0). Resolves true when acquired. */
   async tryAcquire(options) {
-    const o = optionsObject(options, 'tryAcquire');
+    const o = optionsObject(options, TRY_ACQUIRE);
     const waitMs = ms(o.waitMs, 'waitMs') ?? 0;
     return (await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal))) !== null;
   }
@@ -329,6 +378,50 @@ class Lock extends EventEmitter {
     return call(() => this.#native.remainingLeaseMs());
   }
 
+  /**
+   * Adds `ms` to the lease of this holder's hold (one taken with `leaseMs`); with
+   * `{ replace: true }` the lease becomes `ms` instead. Resolves with the lease now
+   * left (ms). NotOwnerError if this handle holds nothing, LockLostError if its hold
+   * was lost, InvalidArgumentError for a hold the watchdog renews (no `leaseMs`).
+   */
+  async extend(ms, options) {
+    const o = optionsObject(options, EXTEND);
+    const by = checkDuration(ms, 'extend');
+    return call(() => (bool(o.replace, 'replace') ? this.#native.setLease(by) : this.#native.extend(by)));
+  }
+
+  /** Resets the lease of this holder's hold to the `leaseMs` it was taken with; resolves with it (ms). */
+  reacquire() {
+    return call(() => this.#native.reacquire());
+  }
+
+  /**
+   * Attaches `info` (text, at most 1024 bytes; `null` removes it) to this holder's
+   * entry in `status()`, for operators. NotOwnerError if this handle does not hold.
+   * It lives as long as the lease it was set under: set it again after a renewal.
+   */
+  async setHolderInfo(info) {
+    if (info !== null && typeof info !== 'string') {
+      throw new ArgumentTypeError(`holder info must be a string or null, not ${typeOf(info)}`);
+    }
+    return call(() => this.#native.setHolderInfo(info));
+  }
+
+  /**
+   * The lock as the server sees it: `{ name, holders: [{ owner, count, info }],
+   * remainingLeaseMs, subscribers, lastToken }` (`null` for what is not there).
+   */
+  async status() {
+    const s = await call(() => this.#native.status());
+    return {
+      name: s.name,
+      holders: s.holders.map((h) => ({ owner: h.owner, count: h.count, info: h.info ?? null })),
+      remainingLeaseMs: s.remainingLeaseMs ?? null,
+      subscribers: s.subscribers,
+      lastToken: s.lastToken ?? null,
+    };
+  }
+
   /** Deletes the lock whoever holds it and wakes a waiter. True if it was locked. */
   forceUnlock() {
     return call(() => this.#native.forceUnlock());
@@ -339,8 +432,8 @@ class Lock extends EventEmitter {
    * is lost meanwhile. With `waitMs`, rejects with NotAcquiredError when that runs out.
    */
   async using(fn, options) {
-    if (typeof fn !== 'function') throw new InvalidArgumentError('using() needs a function');
-    const hold = await this.acquire(options);
+    if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
+    const hold = await this.#acquireOrThrow(optionsObject(options, USING));
     let result;
     try {
       result = await fn(hold.signal, hold);
@@ -355,6 +448,25 @@ class Lock extends EventEmitter {
     await hold.release();
     return result;
   }
+
+  // The state this process knows without a round-trip; status() asks the server.
+  [inspect.custom](depth, options, inspectValue) {
+    const count = this.#native.localHoldCount;
+    const state = { name: this.name, kind: this.kind };
+    if (this.#members.length > 0) {
+      state.quorum = this.quorum;
+      state.members = this.#members.length;
+    }
+    Object.assign(state, { held: count > 0, count, lost: this.lost, token: this.token });
+    if (depth < 0) return options.stylize(`[Lock ${state.name}]`, 'special');
+    return `Lock ${inspectValue(state, options)}`;
+  }
+}
+
+/** A required number of ms (ranges are core's). */
+function checkDuration(value, what) {
+  if (value === undefined || value === null) throw new ArgumentTypeError(`${what}() needs a number of milliseconds`);
+  return ms(value, `${what}() ms`);
 }
 
 /** A value as error messages show it. */

@@ -3,10 +3,11 @@
 // over lock handles you made, and Redlock, which connects one client per server
 // and makes such locks by name. The algorithm is core's (Lock.multi).
 
+const { inspect } = require('node:util');
 const { asyncDispose } = require('./dispose');
-const { InvalidArgumentError } = require('./errors');
-const { optionsObject } = require('./options');
-const { Client } = require('./client');
+const { InvalidArgumentError, ArgumentTypeError } = require('./errors');
+const { optionKeys, optionsObject, typeOf } = require('./options');
+const { Client, CONNECT_KEYS } = require('./client');
 const { Lock } = require('./lock');
 
 /** A Redlock (majority quorum, N/2+1) over `locks`: see Lock.multi. */
@@ -20,6 +21,7 @@ function multiLock(locks) {
 }
 
 const kCreate = Symbol('Redlock.create');
+const CONNECT = optionKeys('Redlock.connect', ['quorum', ...CONNECT_KEYS]);
 
 /**
  * One client per Redis server (independent masters), making multi-locks by name:
@@ -43,20 +45,21 @@ class Redlock {
    */
   static async connect(urls, options) {
     if (typeof urls === 'string' || !urls || typeof urls[Symbol.iterator] !== 'function') {
-      throw new InvalidArgumentError('Redlock.connect needs an array of Redis URLs, one per independent server');
+      throw new ArgumentTypeError(`Redlock.connect needs an array of Redis URLs, one per independent server, not ${typeOf(urls)}`);
     }
     const list = [...urls];
     if (list.length === 0) throw new InvalidArgumentError('Redlock.connect needs at least one Redis URL');
     list.forEach((url, i) => {
-      if (typeof url !== 'string') throw new InvalidArgumentError(`Redis URL ${i + 1} must be a string, not ${typeof url}`);
+      if (typeof url !== 'string') throw new ArgumentTypeError(`Redis URL ${i + 1} must be a string, not ${typeOf(url)}`);
       // The message never repeats a URL: it may hold a password.
       if (list.indexOf(url) !== i) {
         throw new InvalidArgumentError(`Redis URL ${i + 1} is the same as URL ${list.indexOf(url) + 1}: each member must be another server`);
       }
     });
-    const { quorum = 'majority', ...connectOptions } = optionsObject(options, 'Redlock.connect');
+    const { quorum = 'majority', ...connectOptions } = optionsObject(options, CONNECT);
     if (quorum !== 'majority' && quorum !== 'all') {
-      throw new InvalidArgumentError(`quorum must be 'majority' (Redlock) or 'all' (MultiLock), not ${typeof quorum === 'string' ? `"${quorum}"` : typeof quorum}`);
+      const Err = typeof quorum === 'string' ? InvalidArgumentError : ArgumentTypeError;
+      throw new Err(`quorum must be 'majority' (Redlock) or 'all' (MultiLock), not ${typeof quorum === 'string' ? `"${quorum}"` : typeof quorum}`);
     }
     const settled = await Promise.allSettled(list.map((url) => Client.connect(url, connectOptions)));
     const failed = settled.find((r) => r.status === 'rejected');
@@ -96,6 +99,12 @@ class Redlock {
 
   async [asyncDispose]() {
     await this.close();
+  }
+
+  [inspect.custom](depth, options, inspectValue) {
+    const state = { quorum: this.#quorum, clients: this.#clients.length, closed: this.closed };
+    if (depth < 0) return options.stylize('[Redlock]', 'special');
+    return `Redlock ${inspectValue(state, options)}`;
   }
 }
 

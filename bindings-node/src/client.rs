@@ -12,12 +12,12 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 
-use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
+use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
 use crate::lock::{next_lock_id, NativeLock};
 
-/// `(lock id, hold sequence number, message)`: a hold of a lock handle was lost.
+/// `(lock id, hold sequence number, message, reason)`: a hold of a lock handle was lost.
 /// Weak (unref'd): it never keeps the event loop alive.
-type LostArgs = FnArgs<(u32, u32, String)>;
+type LostArgs = FnArgs<(u32, u32, String, String)>;
 type LostFn = ThreadsafeFunction<LostArgs, (), LostArgs, Status, false, true>;
 
 /// Longest wait for releasing a client's locks when its JS environment ends.
@@ -33,11 +33,12 @@ pub(crate) struct Shared {
 impl Shared {
     /// Tells the JS layer that hold `seq` of lock `id` was lost. False when this
     /// client can no longer tell (closed, or no handler yet).
-    pub(crate) fn tell_lost(&self, id: u32, seq: u32, message: &str) -> bool {
+    pub(crate) fn tell_lost(&self, id: u32, seq: u32, event: &ferrolock::LostEvent) -> bool {
         let on_lost = self.on_lost.lock().unwrap().clone();
         match on_lost {
             Some(f) => {
-                f.call((id, seq, message.to_string()).into(), ThreadsafeFunctionCallMode::NonBlocking);
+                let args = (id, seq, event.error.message().to_string(), event.reason.clone());
+                f.call(args.into(), ThreadsafeFunctionCallMode::NonBlocking);
                 true
             }
             None => false,
@@ -66,8 +67,51 @@ pub struct ConnectOptions {
     pub sentinel_password: Option<String>,
     pub replica_ack: Option<bool>,
     pub replica_ack_timeout_ms: Option<f64>,
+    /// Connections are named `ferrolock:<client id>:<appName>` (core checks the name).
+    pub app_name: Option<String>,
 }
 
+/// Counts of one duration, in seconds (core's histogram).
+#[napi(object)]
+pub struct Histogram {
+    /// Upper bounds, ascending.
+    pub bounds: Vec<f64>,
+    /// Observations per bucket, not cumulative; one more than `bounds` (the last: above them).
+    pub counts: Vec<f64>,
+    pub sum: f64,
+    pub count: f64,
+}
+
+impl From<ferrolock::Histogram> for Histogram {
+    fn from(h: ferrolock::Histogram) -> Self {
+        Histogram {
+            bounds: h.bounds,
+            counts: h.counts.into_iter().map(|c| c as f64).collect(),
+            sum: h.sum,
+            count: h.count as f64,
+        }
+    }
+}
+
+/// What a client's locks did since it connected (core's `Metrics`, camelCase).
+#[napi(object)]
+pub struct Metrics {
+    pub client_id: String,
+    pub acquired: f64,
+    pub not_acquired: f64,
+    pub failed: f64,
+    pub cancelled: f64,
+    /// Seconds from an acquire call to its outcome, every outcome.
+    pub wait: Histogram,
+    /// Seconds from an acquisition to its release or loss.
+    pub hold: Histogram,
+    pub holds_now: f64,
+    pub waiters_now: f64,
+    pub renewals: f64,
+    pub renewal_failures: f64,
+    pub losses: f64,
+    pub reconnects: f64,
+}
 
 /// Connects a client to the deployment `url` names (`redis://`, `redis+sentinel://`,
 /// `redis+cluster://`, and their TLS forms); fails fast on an unreachable server or a bad URL.
@@ -117,6 +161,9 @@ pub fn connect<'env>(
                 }
                 builder = builder.replica_ack_timeout(d);
             }
+            if let Some(name) = o.app_name {
+                builder = builder.app_name(name);
+            }
         }
         let client = builder.connect().await.js()?;
         Ok(NativeClient {
@@ -150,7 +197,7 @@ impl NativeClient {
     pub fn set_lost_handler(
         &self,
         env: Env,
-        #[napi(ts_arg_type = "(lockId: number, seq: number, message: string) => void")] callback: LostFn,
+        #[napi(ts_arg_type = "(lockId: number, seq: number, message: string, reason: string) => void")] callback: LostFn,
     ) -> Result<()> {
         caught(|| {
             *self.shared.on_lost.lock().unwrap() = Some(Arc::new(callback));
@@ -188,6 +235,10 @@ impl NativeClient {
         owner: Option<String>,
     ) -> Result<NativeLock> {
         caught(|| {
+            // Between close() and the start of core's shutdown too, as `closed` says.
+            if self.closed() {
+                return Err(client_closed());
+            }
             let holder_id = match holder_id {
                 Some(id) if id < 0 => return Err(invalid(format!("holderId = {id} is negative"))),
                 other => other.map(|id| id as u64),
@@ -203,7 +254,7 @@ impl NativeClient {
     }
 
     /// Releases what this client holds, stops its waits (they reject with
-    /// `ERR_CANCELLED`) and closes its connections. Idempotent.
+    /// `ERR_CLIENT_CLOSED`) and closes its connections. Idempotent.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let client = self.shared.take();
@@ -230,5 +281,32 @@ impl NativeClient {
     #[napi]
     pub fn held_count(&self) -> u32 {
         self.client.held_count() as u32
+    }
+
+    /// A snapshot of this client's metrics (readable after close).
+    #[napi]
+    pub fn metrics(&self) -> Result<Metrics> {
+        let m = caught(|| Ok(self.client.metrics()))?;
+        Ok(Metrics {
+            client_id: m.client_id,
+            acquired: m.acquired as f64,
+            not_acquired: m.not_acquired as f64,
+            failed: m.failed as f64,
+            cancelled: m.cancelled as f64,
+            wait: m.wait.into(),
+            hold: m.hold.into(),
+            holds_now: m.holds_now as f64,
+            waiters_now: m.waiters_now as f64,
+            renewals: m.renewals as f64,
+            renewal_failures: m.renewal_failures as f64,
+            losses: m.losses as f64,
+            reconnects: m.reconnects as f64,
+        })
+    }
+
+    /// The metrics in Prometheus' text exposition format, as core renders them.
+    #[napi]
+    pub fn metrics_text(&self) -> Result<String> {
+        caught(|| Ok(self.client.metrics().to_prometheus()))
     }
 }

@@ -54,6 +54,11 @@ pub fn invalid(message: impl ToString) -> Coded {
     coded(ErrorKind::InvalidArgument, message)
 }
 
+/// What core says of every call on a closed client (its constructor is core-private).
+pub fn client_closed() -> Coded {
+    coded(ErrorKind::ClientClosed, "the ferrolock client is closed; create a new client")
+}
+
 pub fn cancelled() -> Coded {
     coded(ErrorKind::Cancelled, "the wait for the lock was aborted; nothing is held")
 }

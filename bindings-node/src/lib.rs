@@ -7,19 +7,22 @@
 //! cancel handles (cancel.rs), and turns lost-hold notifications into `'lost'`
 //! events and aborted signals. No lock logic lives here (DESIGN §1).
 //!
-//! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs; this
+//! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs, log.rs
+//! (core's tracing events to stderr or a JS function); this
 //! file sets up the runtime. `native.d.ts` is generated from them (`npm run dts`).
 
 mod cancel;
 mod client;
 mod errors;
 mod lock;
+mod log;
 
 /// One worker thread for the addon's runtime: every call already hops JS thread ->
 /// runtime -> JS thread, and on small machines a second worker mostly adds wake-ups
 /// between the two workers (measured: most of the addon's CPU went to parking).
 #[napi_derive::module_init]
 fn init() {
+    log::init_from_env();
     if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
         napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }

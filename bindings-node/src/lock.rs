@@ -35,6 +35,40 @@ pub struct HoldInfo {
     pub seq: u32,
 }
 
+/// One owner field of the lock, as `status()` reports it.
+#[napi(object)]
+pub struct HolderStatus {
+    /// `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson).
+    pub owner: String,
+    /// How many times that holder has entered the lock.
+    pub count: f64,
+    /// The text that holder attached with `setHolderInfo`.
+    pub info: Option<String>,
+}
+
+/// The lock as the server sees it at one moment.
+#[napi(object)]
+pub struct LockStatus {
+    pub name: String,
+    /// Every holder with its hold count; empty when the lock is free.
+    pub holders: Vec<HolderStatus>,
+    /// Ms left on the lease; absent when free, `Infinity` for a lock without expiry.
+    pub remaining_lease_ms: Option<f64>,
+    /// Connections subscribed to the lock's release channel (one per client with waiters).
+    pub subscribers: f64,
+    /// The last fencing token handed out for this name, if any.
+    pub last_token: Option<BigInt>,
+}
+
+/// A duration the call cannot do without.
+fn required_millis(ms: f64, what: &str) -> Result<Duration> {
+    millis(Some(ms), what)?.ok_or_else(|| invalid(format!("{what} needs a number of milliseconds")))
+}
+
+fn lease_ms(left: Option<Duration>) -> Option<f64> {
+    left.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_millis() as f64 })
+}
+
 #[derive(Default)]
 struct Holds {
     seq: u32,
@@ -100,8 +134,7 @@ impl NativeLock {
                     _ => return,
                 }
             };
-            let message = event.error.message();
-            let _ = tellers.iter().any(|s| s.tell_lost(id, seq, message));
+            let _ = tellers.iter().any(|s| s.tell_lost(id, seq, event));
         })));
         NativeLock { handle: Arc::new(Handle { lock, holds }), id, shared }
     }
@@ -245,9 +278,54 @@ impl NativeLock {
     #[napi]
     pub fn remaining_lease_ms<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
         self.run(env, |h| async move {
-            let left = h.lock.remaining_lease().await.js()?;
-            Ok(left.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_millis() as f64 }))
+            Ok(lease_ms(h.lock.remaining_lease().await.js()?))
         })
+    }
+
+    /// Holders with their counts, lease left, subscribed clients and last fencing
+    /// token, read in one round-trip (two when locked).
+    #[napi]
+    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LockStatus>> {
+        self.run(env, |h| async move {
+            let s = h.lock.status().await.js()?;
+            Ok(LockStatus {
+                name: s.name,
+                holders: s.holders.into_iter().map(|e| HolderStatus { owner: e.owner, count: e.count as f64, info: e.info }).collect(),
+                remaining_lease_ms: lease_ms(s.remaining_lease),
+                subscribers: s.subscribers as f64,
+                last_token: s.last_token.map(BigInt::from),
+            })
+        })
+    }
+
+    /// Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left.
+    #[napi]
+    pub fn extend<'env>(&self, env: &'env Env, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+        self.run(env, |h| async move {
+            let by = required_millis(ms, "extend(ms)")?;
+            Ok(h.lock.extend(by).await.js()?.as_millis() as f64)
+        })
+    }
+
+    /// Sets the explicit lease of this holder's hold to `ms`; resolves with it.
+    #[napi]
+    pub fn set_lease<'env>(&self, env: &'env Env, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+        self.run(env, |h| async move {
+            let lease = required_millis(ms, "extend(ms, { replace: true })")?;
+            Ok(h.lock.set_lease(lease).await.js()?.as_millis() as f64)
+        })
+    }
+
+    /// Resets the lease to the one the hold was taken with; resolves with it (ms).
+    #[napi]
+    pub fn reacquire<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
+        self.run(env, |h| async move { Ok(h.lock.reacquire().await.js()?.as_millis() as f64) })
+    }
+
+    /// Text shown next to this holder in `status()`; `null` removes it.
+    #[napi]
+    pub fn set_holder_info<'env>(&self, env: &'env Env, info: Option<String>) -> napi::Result<PromiseRaw<'env, ()>> {
+        self.run(env, |h| async move { h.lock.set_holder_info(info.as_deref()).await.js() })
     }
 
     #[napi]

@@ -7,7 +7,7 @@ const net = require('node:net');
 const util = require('node:util');
 const ferrolock = require('..');
 const { Client, FerrolockError } = ferrolock;
-const { startRedis, freePort, within, raw, useRedis } = require('./helpers');
+const { startRedis, freePort, within, eventually, raw, useRedis } = require('./helpers');
 
 let server;
 let redis;
@@ -252,13 +252,42 @@ test('ERR_CONNECTION: nothing listening, wrong password, server gone', async () 
   }
 });
 
-test('ERR_CANCELLED: aborted wait, closed client', async () => {
+test('ERR_CANCELLED: aborted wait', async () => {
   const cancelled = (e) => coded('ERR_CANCELLED', 'CancelledError')(e) && e.name === 'AbortError';
   await assert.rejects(client.lock('err:cancel').acquire({ signal: AbortSignal.abort() }), cancelled);
-  const c = await Client.connect(server.url);
-  await c.close();
-  await assert.rejects(c.lock('err:cancel').acquire(), cancelled);
   assert.equal(ferrolock.AbortError, ferrolock.CancelledError);
+});
+
+test('ERR_CLIENT_CLOSED: every call on a closed client, the same error', async () => {
+  const closed = (e) =>
+    coded('ERR_CLIENT_CLOSED', 'ClientClosedError')(e) &&
+    e.message === 'the ferrolock client is closed; create a new client';
+  const c = await Client.connect(server.url);
+  const lock = c.lock('err:closed');
+  const fenced = c.fencedLock('err:closed:fenced');
+  await lock.acquire({ leaseMs: 10_000 });
+  const blocker = client.lock('err:closed:busy');
+  await blocker.acquire();
+  const waiting = c.lock('err:closed:busy').acquire().then(() => 'acquired', (e) => e);
+  await eventually(() => c.subscribedChannels() === 1, { what: 'the waiter subscribed' });
+  const closing = c.close();
+  // From the moment close() is called, as `closed` says.
+  assert.equal(c.closed, true);
+  assert.throws(() => c.lock('err:closed:new'), closed);
+  await closing;
+  assert.ok(closed(await within(waiting, 3000, 'the waiting acquire')), 'a wait the close stopped');
+  assert.throws(() => c.lock('err:closed'), closed);
+  assert.throws(() => c.fencedLock('err:closed'), closed);
+  for (const call of [
+    () => lock.acquire(), () => lock.tryAcquire(), () => fenced.acquire({ waitMs: 0 }), () => lock.release(),
+    () => lock.releaseAll(), () => lock.isLocked(), () => lock.isHeld(), () => lock.holdCount(),
+    () => lock.remainingLeaseMs(), () => lock.status(), () => lock.forceUnlock(),
+    () => lock.setHolderInfo('x'), () => lock.using(async () => {}),
+  ]) {
+    await assert.rejects(call(), closed, String(call));
+  }
+  await c.close(); // closing again is not an error
+  await blocker.release();
 });
 
 test('ERR_INTERNAL: a server answering what no Redis would', async () => {

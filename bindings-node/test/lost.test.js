@@ -1,11 +1,13 @@
 'use strict';
-// Lost holds are told: 'lost' event, aborted signals, ERR_LOCK_LOST on release.
+// Lost holds are told: 'lost' event, aborted signals, ERR_LOCK_LOST on release, and a
+// process warning when nobody listens.
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { once } = require('node:events');
+const { setImmediate: tick } = require('node:timers/promises');
 const { Client, LockLostError } = require('..');
-const { within, useRedis } = require('./helpers');
+const { within, eventually, useRedis } = require('./helpers');
 
 let server;
 let redis;
@@ -32,6 +34,8 @@ test("another client's forceUnlock: 'lost' event, signals aborted, release rejec
     assert.ok(err instanceof LockLostError);
     assert.equal(err.code, 'ERR_LOCK_LOST');
     assert.match(err.message, /lost:force/);
+    assert.equal(err.reason, 'the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)');
+    assert.ok(err.message.includes(err.reason));
     assert.equal(hold.lost, true);
     assert.equal(hold.signal.aborted, true);
     assert.equal(hold.signal.reason, err);
@@ -100,9 +104,68 @@ test('driftFactor: the end of an explicit lease is told lease x driftFactor + 2 
     assert.ok(pttl > 0, `the key is still there when the loss is told (pttl ${pttl})`);
     assert.ok(elapsed >= 990 && elapsed < 2000, `told ${elapsed} ms after the acquire`);
     assert.ok(err instanceof LockLostError);
+    assert.match(err.reason, /^its lease \(2000 ms\) ran out before it was renewed or released/);
     assert.equal(hold.lost, true);
     await assert.rejects(hold.release(), { code: 'ERR_LOCK_LOST' });
   } finally {
+    await a.close();
+  }
+});
+
+/** Collects ferrolock's lost-hold process warnings until `stop()`. */
+function lostWarnings() {
+  const seen = [];
+  const onWarning = (w) => {
+    if (w.code === 'FERROLOCK_LOCK_LOST') seen.push(w);
+  };
+  process.on('warning', onWarning);
+  return { seen, stop: () => process.off('warning', onWarning) };
+}
+
+test("a loss nobody listens for is a process warning naming the lock and the reason", async () => {
+  const a = await Client.connect(server.url, { watchdogTimeoutMs: 600 });
+  const warnings = lostWarnings();
+  try {
+    const lock = a.lock('lost:unheard');
+    const hold = await lock.acquire();
+    await redis.del('lost:unheard');
+    await eventually(() => warnings.seen.length > 0, { timeoutMs: 3000, what: 'the process warning' });
+    const [w] = warnings.seen;
+    assert.equal(w.code, 'FERROLOCK_LOCK_LOST');
+    assert.equal(w.name, 'FerrolockWarning');
+    assert.match(w.message, /lock "lost:unheard" was lost/);
+    assert.match(w.message, /owner field gone/, 'the reason');
+    assert.match(w.message, /lock\.on\('lost'/, 'how to handle it');
+    assert.equal(hold.lost, true);
+    assert.equal(warnings.seen.length, 1);
+  } finally {
+    warnings.stop();
+    await a.close();
+  }
+});
+
+test("no warning when the loss is heard: a 'lost' listener, or an abort listener on the hold's signal", async () => {
+  const a = await Client.connect(server.url, { watchdogTimeoutMs: 600 });
+  const warnings = lostWarnings();
+  try {
+    const byEvent = a.lock('lost:heard:event');
+    await byEvent.acquire();
+    const lost = once(byEvent, 'lost');
+    await redis.del('lost:heard:event');
+    await within(lost, 3000, "'lost' event");
+
+    const bySignal = a.lock('lost:heard:signal');
+    const hold = await bySignal.acquire();
+    const aborted = once(hold.signal, 'abort');
+    await redis.del('lost:heard:signal');
+    await within(aborted, 3000, 'signal abort');
+
+    // emitWarning emits on the next tick: by the next macrotask it would have been seen.
+    await tick();
+    assert.equal(warnings.seen.length, 0, warnings.seen.map((w) => w.message).join('\n'));
+    assert.equal(byEvent.lost && bySignal.lost, true);
+  } finally {
+    warnings.stop();
     await a.close();
   }
 });

@@ -75,7 +75,7 @@ test('a worker that ends without close() exits, and its lock is released', async
 test('the process exits by itself after client.close()', async () => {
   const r = await runChild(process.execPath, [path.join(fixtures, 'exit-after-close.js'), server.url], 15_000);
   assert.equal(r.code, 0, r.out);
-  assert.match(r.out, /closed; held=released; pending wait ended with ERR_CANCELLED/);
+  assert.match(r.out, /closed; held=released; pending wait ended with ERR_CLIENT_CLOSED/);
   const after = Number(/exit (\d+) ms after close/.exec(r.out)?.[1]);
   assert.ok(after < 1000, `the event loop stayed alive ${after} ms after close()`);
   assert.equal(await redis.exists('exit:test'), 0, 'close() released the hold');

@@ -353,6 +353,7 @@ test("'lost' once fewer than the quorum are held (key deleted on 2 of 3 servers)
     assert.ok(err instanceof LockLostError);
     assert.equal(err.code, 'ERR_LOCK_LOST');
     assert.match(err.message, /member 1 \(rl:lost\).*member 2 \(rl:lost\)/s);
+    assert.match(err.reason, /^2 of its members are no longer held: member 1 \(rl:lost\)/);
     assert.equal(lock.lost, true);
     assert.equal(hold.lost, true);
     assert.equal(hold.signal.reason, err);

@@ -3,7 +3,7 @@
 // layer (lib/) passes a native value or option through. Compiles or fails; never runs.
 
 import type * as native from '../../native';
-import type { Client, ConnectOptions, Hold, Lock, LockKind, Quorum } from '../..';
+import type { Client, ConnectOptions, Hold, Lock, LockKind, LockStatus, LogRecord, Quorum } from '../..';
 
 /** Exactly the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -46,3 +46,26 @@ agree<LockKind extends native.NativeLock['kind'] ? true : false, true>(true);
 // A hold is made from what acquire resolves with (`token ?? null`, `count`).
 agree<Napi<native.HoldInfo['token']> | null, Hold['token']>(true);
 agree<native.HoldInfo['count'], Hold['holdCount']>(true);
+
+// status() passes the native snapshot through, absent values as null.
+type NativeStatus = Resolved<native.NativeLock['status']>;
+agree<NativeStatus['name'], LockStatus['name']>(true);
+agree<NativeStatus['subscribers'], LockStatus['subscribers']>(true);
+agree<Napi<NativeStatus['remainingLeaseMs']> | null, LockStatus['remainingLeaseMs']>(true);
+agree<Napi<NativeStatus['lastToken']> | null, LockStatus['lastToken']>(true);
+agree<NativeStatus['holders'][number]['owner'], LockStatus['holders'][number]['owner']>(true);
+agree<NativeStatus['holders'][number]['count'], LockStatus['holders'][number]['count']>(true);
+
+// setLogger's function gets the native record as is (the level narrowed to tracing's five).
+agree<LogRecord['level'] extends native.LogRecord['level'] ? true : false, true>(true);
+agree<Omit<native.LogRecord, 'level'>, Omit<LogRecord, 'level'>>(true);
+
+// metrics() and metricsText() pass the native values through.
+agree<ReturnType<native.NativeClient['metrics']>, ReturnType<Client['metrics']>>(true);
+agree<ReturnType<native.NativeClient['metricsText']>, ReturnType<Client['metricsText']>>(true);
+agree<NativeStatus['holders'][number]['info'] extends LockStatus['holders'][number]['info'] | undefined ? true : false, true>(true);
+
+// extend / reacquire resolve with the native ms.
+agree<Awaited<ReturnType<native.NativeLock['extend']>>, Awaited<ReturnType<Lock['extend']>>>(true);
+agree<Awaited<ReturnType<native.NativeLock['setLease']>>, Awaited<ReturnType<Lock['extend']>>>(true);
+agree<Awaited<ReturnType<native.NativeLock['reacquire']>>, Awaited<ReturnType<Lock['reacquire']>>>(true);
