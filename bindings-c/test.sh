@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Tests of the C binding (issue 5), from a fresh clone: builds libferrolock (debug),
+# Tests of the C binding (issues 5, 15), from a fresh clone: builds libferrolock (debug),
 # checks the committed header is what cbindgen generates, installs into a temp
-# PREFIX, checks the header declares every function the library exports, compiles
-# the header as C11 and C++, runs the C test programs under AddressSanitizer +
+# PREFIX (versioned shared library with its SONAME), checks the header declares every
+# function the library exports, compiles the header as C11 and C++, runs the C test
+# programs and the C++ RAII wrapper's test (tests/cxx_raii.cpp) under AddressSanitizer +
 # UndefinedBehaviorSanitizer (each starts its own redis-server; sentinel.c also a
 # replica and a sentinel, redlock.c three servers), four under
 # valgrind memcheck, and builds + runs examples/legacy_job.c through
-# pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm on PATH.
+# pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm, readelf on PATH.
 #
 #   bash bindings-c/test.sh          # last line: "N passed, 0 failed"
 set -euo pipefail
@@ -20,7 +21,7 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$BUILD"
 
 missing=()
-for tool in cargo gcc g++ cc redis-server valgrind pkg-config make timeout nm; do
+for tool in cargo gcc g++ cc redis-server valgrind pkg-config make timeout nm readelf; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then
@@ -93,13 +94,28 @@ check rust-unit-tests rust_unit_tests || true
 PREFIX="$WORK/prefix"
 install_step() {
     "${CARGO_NICE[@]}" make -C "$HERE" install PREFIX="$PREFIX" PROFILE=debug
-    test -f "$PREFIX/include/ferrolock.h" && test -f "$PREFIX/lib/libferrolock.so" &&
-        test -f "$PREFIX/lib/libferrolock.a" && test -f "$PREFIX/lib/pkgconfig/ferrolock.pc"
+    test -f "$PREFIX/include/ferrolock.h" && test -f "$PREFIX/include/ferrolock.hpp" &&
+        test -f "$PREFIX/lib/libferrolock.so" && test -f "$PREFIX/lib/libferrolock.a" &&
+        test -f "$PREFIX/lib/pkgconfig/ferrolock.pc"
     PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --modversion ferrolock
 }
 if ! check install install_step; then finish; exit 1; fi
 LIBDIR="$PREFIX/lib"
 INC="$PREFIX/include"
+
+# The shared library is versioned: libferrolock.so.<version>, its SONAME
+# libferrolock.so.<major> and the link-time libferrolock.so both symlinks to it.
+soname() {
+    local version major real
+    version=$(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --modversion ferrolock)
+    major=${version%%.*}
+    real="$LIBDIR/libferrolock.so.$version"
+    test -f "$real" && ! test -L "$real"
+    test "$(readlink "$LIBDIR/libferrolock.so.$major")" = "libferrolock.so.$version"
+    test "$(readlink "$LIBDIR/libferrolock.so")" = "libferrolock.so.$version"
+    readelf -d "$real" | grep -F "Library soname: [libferrolock.so.$major]"
+}
+check soname soname || true
 STRICT=(-Wall -Wextra -Werror -pedantic)
 
 # Every function the library exports is declared in the header: cbindgen does not
@@ -150,9 +166,18 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel redlock; do
+for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel redlock handles closed extend metrics; do
     check "asan-$t" run_asan "$t" || true
 done
+
+# ferrolock.hpp (C++17, for std::scoped_lock) under ASan + UBSan, against a redis-server.
+cxx_raii() {
+    g++ -std=c++17 -g -O1 "${STRICT[@]}" "${SAN[@]}" -I"$INC" "$HERE/tests/cxx_raii.cpp" -L"$LIBDIR" \
+        -lferrolock -Wl,-rpath,"$LIBDIR" -lpthread -o "$BUILD/cxx_raii"
+    g++ -std=c++11 "${STRICT[@]}" -I"$INC" -x c++ -fsyntax-only - <<<'#include "ferrolock.hpp"'
+    TMPDIR="$WORK" timeout 120 "$BUILD/cxx_raii"
+}
+check asan-cxx-raii cxx_raii || true
 
 # 6. valgrind memcheck: no definite or indirect leaks, no memory errors.
 run_valgrind() {
@@ -190,6 +215,9 @@ legacy_job() {
     echo "cc \$(pkg-config --cflags --libs ferrolock) = $flags"
     # shellcheck disable=SC2086
     cc "$HERE/examples/legacy_job.c" $flags -o "$BUILD/legacy_job"
+    # It needs the SONAME, and loads it from the install's lib directory.
+    readelf -d "$BUILD/legacy_job" | grep -F "Shared library: [libferrolock.so.0]"
+    LD_LIBRARY_PATH="$LIBDIR" ldd "$BUILD/legacy_job" | grep -F "libferrolock.so.0 => $LIBDIR/libferrolock.so.0"
     local out
     out=$(TMPDIR="$WORK" LD_LIBRARY_PATH="$LIBDIR" timeout 60 "$BUILD/with_redis" "$BUILD/legacy_job")
     echo "$out"
@@ -214,5 +242,32 @@ legacy_job_static() {
     grep -q "nightly report generated" <<<"$out"
 }
 check legacy-job-static legacy_job_static || true
+
+# 8. The release install (`make install`: LTO, one codegen unit, debug info
+#    stripped): the archive stays small (44 MB before LTO and strip, about 9.5 MB
+#    after) and a program linked against it statically runs. A release build of
+#    its own (about 2 min of CPU the first time).
+release_static() {
+    local rel="$WORK/release"
+    "${CARGO_NICE[@]}" make -C "$HERE" install PREFIX="$rel" PROFILE=release
+    local size max=$((16 * 1024 * 1024))
+    size=$(stat -c %s "$rel/lib/libferrolock.a")
+    echo "release libferrolock.a: $size bytes, libferrolock.so: $(stat -L -c %s "$rel/lib/libferrolock.so") bytes"
+    if ((size > max)); then
+        echo "libferrolock.a is $size bytes, over $max: is the Makefile's release LTO gone?"
+        return 1
+    fi
+    readelf -d "$rel/lib/libferrolock.so" | grep -F "Library soname: [libferrolock.so.0]"
+    # shellcheck disable=SC2046
+    cc "$HERE/examples/legacy_job.c" -I"$rel/include" "$rel/lib/libferrolock.a" \
+        $(PKG_CONFIG_PATH="$rel/lib/pkgconfig" pkg-config --static --libs-only-l ferrolock | sed 's/-lferrolock //') \
+        -o "$BUILD/legacy_job_release"
+    local out
+    out=$(TMPDIR="$WORK" timeout 60 "$BUILD/with_redis" "$BUILD/legacy_job_release")
+    echo "$out"
+    grep -q "nightly report generated" <<<"$out"
+    echo "release libferrolock.a: $size bytes (bound $max)"
+}
+check release-static release_static || true
 
 finish

@@ -2,10 +2,15 @@
  * ferrolock.h: distributed locks on Redis that speak Redisson's wire protocol
  * (RLock / RFencedLock), for C and C++.
  *
- * Link with -lferrolock (pkg-config --cflags --libs ferrolock).
+ * Link with -lferrolock (pkg-config --cflags --libs ferrolock). C++: ferrolock.hpp
+ * wraps it in RAII classes usable with std::lock_guard / std::unique_lock.
  *
  * Ownership: every object made by a *_new / *_connect function is owned by the
  * caller and freed with the matching *_free function (NULL is fine there).
+ * Handles are opaque values, never pointers into memory the program could
+ * corrupt: a handle freed twice, used after its free, given as the other type
+ * (a client for a lock) or never made by ferrolock returns
+ * FERROLOCK_ERR_INVALID_ARGUMENT with a message, and the program goes on.
  * Strings passed in are copied; strings returned are owned by the library and
  * valid as documented per function.
  *
@@ -23,8 +28,10 @@
  * ferrolock_last_error() holds a message for the calling thread. Output
  * parameters are written only on FERROLOCK_OK (constructors set *out to NULL on
  * failure). No call crashes the program on bad input: NULL pointers, invalid
- * UTF-8 and out-of-range values return FERROLOCK_ERR_INVALID_ARGUMENT, and an
- * internal panic becomes FERROLOCK_ERR_INTERNAL.
+ * UTF-8, out-of-range values and freed handles return
+ * FERROLOCK_ERR_INVALID_ARGUMENT, and an internal panic becomes
+ * FERROLOCK_ERR_INTERNAL. Calls on the lock handles of a freed client return
+ * FERROLOCK_ERR_CLIENT_CLOSED.
  *
  * fork(): a client belongs to the process that created it; in a forked child its
  * calls return FERROLOCK_ERR_INVALID_ARGUMENT. Create a new client in the child.
@@ -73,8 +80,9 @@ typedef enum ferrolock_status {
     FERROLOCK_ERR_WRONG_TYPE,
     /**
      * Bad input: NULL pointer, invalid UTF-8 or out-of-range name, bad URL,
-     * out-of-range duration, or a client that was freed or belongs to the parent
-     * process of a fork().
+     * out-of-range duration, a handle that was freed (also a second free), is of
+     * the other type or never came from ferrolock, or a client that belongs to the
+     * parent process of a fork().
      */
     FERROLOCK_ERR_INVALID_ARGUMENT,
     /**
@@ -92,6 +100,12 @@ typedef enum ferrolock_status {
      * could have lost it) and nothing is held. Retrying is safe.
      */
     FERROLOCK_ERR_NOT_REPLICATED,
+    /**
+     * The lock's client was freed (`ferrolock_client_free()`): every call on a lock
+     * handle made from it, including acquires that were waiting when it was freed.
+     * Free the handle, and create a new client and handles to go on.
+     */
+    FERROLOCK_ERR_CLIENT_CLOSED,
 } ferrolock_status;
 
 /**
@@ -130,6 +144,7 @@ typedef enum ferrolock_quorum {
  * A connection to one Redis deployment (a server, a master behind Sentinel, or a
  * Cluster), shared by all its lock handles.
  * Thread-safe: create one per process and share it between threads.
+ * Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
  */
 typedef struct ferrolock_client ferrolock_client;
 
@@ -137,6 +152,7 @@ typedef struct ferrolock_client ferrolock_client;
  * A handle on one lock name, or on a multi-lock over several handles
  * (`ferrolock_multilock_new()`). The holder is (this handle, the calling OS thread):
  * like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
+ * Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
  */
 typedef struct ferrolock_lock ferrolock_lock;
 
@@ -198,7 +214,79 @@ typedef struct ferrolock_options {
      * How long that acknowledgement may take. Default 1000; 1 ms to 600 s.
      */
     int64_t replica_ack_timeout_ms;
+    /**
+     * A name for this program in Redis's `CLIENT LIST`: every connection is named
+     * `ferrolock:<client id>:<app_name>` (without it, `ferrolock:<client id>`).
+     * 1 to 64 characters of `A-Z a-z 0-9 . _ -`. NULL or "" (the default): none.
+     * Copied. (Added in 0.1.0 after `replica_ack_timeout_ms`: a program built with
+     * an older header passes a smaller `size`, and has none.)
+     */
+    const char *app_name;
 } ferrolock_options;
+
+/**
+ * A snapshot of a client's counters, for `ferrolock_client_metrics()`. Acquires
+ * are counted by outcome; wait time runs from an acquire call to its outcome
+ * (every outcome), hold time from an acquisition to its release or loss. The
+ * bucketed histograms are in `ferrolock_client_metrics_text()`.
+ *
+ * New fields are only ever appended; the library writes only the fields within
+ * `size` bytes.
+ */
+typedef struct ferrolock_metrics {
+    /**
+     * `sizeof(ferrolock_metrics)` as the program was compiled; set by
+     * `ferrolock_client_metrics()`.
+     */
+    uint32_t size;
+    /**
+     * Acquires that took the lock.
+     */
+    uint64_t acquired;
+    /**
+     * Acquires whose wait ran out while someone else held it.
+     */
+    uint64_t not_acquired;
+    /**
+     * Acquires that failed with an error.
+     */
+    uint64_t failed;
+    /**
+     * Acquires stopped before an outcome (a client freed under a waiting acquire).
+     */
+    uint64_t cancelled;
+    /**
+     * Holds taken through this client right now.
+     */
+    uint64_t holds_now;
+    /**
+     * Acquires waiting right now.
+     */
+    uint64_t waiters_now;
+    /**
+     * Watchdog lease renewals that succeeded, and that failed.
+     */
+    uint64_t renewals;
+    uint64_t renewal_failures;
+    /**
+     * Holds lost (lease ran out, force-unlocked, lost by the server).
+     */
+    uint64_t losses;
+    /**
+     * Connections re-established.
+     */
+    uint64_t reconnects;
+    /**
+     * Observations and total seconds of the wait-time histogram.
+     */
+    uint64_t wait_count;
+    double wait_sum_seconds;
+    /**
+     * Observations and total seconds of the hold-time histogram.
+     */
+    uint64_t hold_count;
+    double hold_sum_seconds;
+} ferrolock_metrics;
 
 /**
  * Called when a hold taken through a lock handle is lost. `name` is the lock name
@@ -289,23 +377,64 @@ enum ferrolock_status ferrolock_client_connect_opts(const char *url,
  * locks expire at the end of their lease), stops its background work and frees
  * it. NULL is fine.
  *
- * Lock handles made from this client stay valid memory and must still be freed
- * with `ferrolock_lock_free()` (before or after this call); other calls on them
- * return `FERROLOCK_ERR_INVALID_ARGUMENT` afterwards, and waiting acquires on
- * other threads return it at once. After fork(), a child may free a client
- * inherited from its parent: nothing is sent to Redis then, the parent's locks
- * stay with the parent.
+ * Lock handles made from this client must still be freed with
+ * `ferrolock_lock_free()` (before or after this call); other calls on them return
+ * `FERROLOCK_ERR_CLIENT_CLOSED` afterwards, and waiting acquires on other threads
+ * return it at once. After fork(), a child may free a client inherited from its
+ * parent: nothing is sent to Redis then, the parent's locks stay with the parent.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+ *         handle that was already freed (or never was a client): nothing happens
+ *         then, and the program does not crash. Programs may ignore the result.
  *
  * Must not be called from an on_lost callback of one of its locks.
  */
-void ferrolock_client_free(struct ferrolock_client *client);
+enum ferrolock_status ferrolock_client_free(struct ferrolock_client *client);
 
 /**
  * This client's id: a random UUID, the first part of every owner field it writes
  * (`<client-id>:<holder-id>`). Valid until the client is freed. Returns "" (and
- * sets the last error) for a NULL client.
+ * sets the last error) for a NULL or freed client.
  */
 const char *ferrolock_client_id(const struct ferrolock_client *client);
+
+/**
+ * Writes a snapshot of the client's metrics into the first `size` bytes at `out`.
+ *
+ * Call it through `ferrolock_client_metrics(client, &metrics)` (inline in the
+ * header), which passes `sizeof metrics` as the program was compiled, so the
+ * library never writes past the struct, however much it grows in later versions.
+ *
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed client,
+ *         NULL `out`, a `size` under 4 or over 4096 bytes: nothing is written).
+ *
+ * Does not block (local counters). Thread-safe.
+ */
+enum ferrolock_status ferrolock_client_metrics_sized(const struct ferrolock_client *client,
+                                                     struct ferrolock_metrics *out,
+                                                     uint32_t size);
+
+/**
+ * The client's metrics in the Prometheus text exposition format (metric names
+ * `ferrolock_*`, label `client="<client id>"`), with the wait-time and hold-time
+ * histograms' buckets, for a program to serve from its own HTTP endpoint.
+ *
+ * @param out receives a NUL-terminated string owned by the caller: free it with
+ *        `ferrolock_string_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed client,
+ *         NULL `out`).
+ *
+ * Does not block (local counters). Thread-safe.
+ */
+enum ferrolock_status ferrolock_client_metrics_text(const struct ferrolock_client *client,
+                                                    char **out);
+
+/**
+ * Frees a string the library returned for the caller to free
+ * (`ferrolock_client_metrics_text()`). NULL is fine. Only for those strings: never
+ * for `ferrolock_last_error()`, `ferrolock_client_id()` or other library-owned ones.
+ */
+void ferrolock_string_free(char *s);
 
 /**
  * Creates a handle on the lock `name` of the given kind. Sends nothing to Redis.
@@ -366,10 +495,15 @@ enum ferrolock_status ferrolock_fenced_lock_new(struct ferrolock_client *client,
  * them: they keep what they need of it, and its holds (its own and those the
  * multi-locks took through it) are released when the last of them is freed.
  *
- * No other thread may use the handle during or after this call. Must not be called
- * from the handle's own on_lost callback.
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+ *         handle that was already freed (or never was a lock handle): nothing
+ *         happens then, and the program does not crash. Programs may ignore the result.
+ *
+ * Other threads should not use the handle during or after this call (a call that
+ * is running keeps it alive until it returns; later calls are refused). Must not
+ * be called from the handle's own on_lost callback.
  */
-void ferrolock_lock_free(struct ferrolock_lock *lock);
+enum ferrolock_status ferrolock_lock_free(struct ferrolock_lock *lock);
 
 /**
  * Acquires the lock for the calling thread. Re-entrant: a thread that already
@@ -382,9 +516,10 @@ void ferrolock_lock_free(struct ferrolock_lock *lock);
  *        held); otherwise 1 ms to 7 days, after which the lock expires by itself
  *        (no renewal) and the hold counts as lost.
  * @return `FERROLOCK_OK` (acquired); `FERROLOCK_NOT_ACQUIRED` (someone else still
- *         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock,
- *         duration out of range, freed or pre-fork client);
- *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
+ *         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed
+ *         lock handle, duration out of range, pre-fork client);
+ *         `FERROLOCK_ERR_CLIENT_CLOSED` (its client was freed, also while this call
+ *         waited); `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
  *         command, key or channel the lock needs; the message names the rule to add;
  *         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
  *         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
@@ -501,6 +636,48 @@ enum ferrolock_status ferrolock_lock_force_unlock(struct ferrolock_lock *lock,
  * Does not block (local view). Thread-safe.
  */
 enum ferrolock_status ferrolock_lock_token(struct ferrolock_lock *lock, uint64_t *out);
+
+/**
+ * Adds `by_ms` to the lease left on the calling thread's hold (taken with an
+ * explicit `lease_ms`), like redis-py's `extend()`. The whole hold, every
+ * re-entered level, gets the new lease; on a multi-lock handle, every member.
+ *
+ * @param by_ms 1 ms to 7 days.
+ * @param out_lease_ms receives the lease now left in ms; may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it
+ *         through this handle); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost; it
+ *         is marked lost, see `ferrolock_lock_is_lost()`);
+ *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle, `by_ms` out of
+ *         range, or a hold renewed by the watchdog, i.e. taken with `lease_ms` -1:
+ *         it has no lease of its own to change); `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks for one round-trip (per member). Thread-safe.
+ */
+enum ferrolock_status ferrolock_lock_extend(struct ferrolock_lock *lock,
+                                            int64_t by_ms,
+                                            int64_t *out_lease_ms);
+
+/**
+ * Replaces the lease left on the calling thread's hold (taken with an explicit
+ * `lease_ms`) with `lease_ms`, like redis-py's `extend(..., replace_ttl=True)`.
+ *
+ * @param lease_ms 1 ms to 7 days.
+ * @param out_lease_ms receives the lease now left in ms; may be NULL.
+ * @return like `ferrolock_lock_extend()`.
+ */
+enum ferrolock_status ferrolock_lock_set_lease(struct ferrolock_lock *lock,
+                                               int64_t lease_ms,
+                                               int64_t *out_lease_ms);
+
+/**
+ * Resets the lease left on the calling thread's hold to the `lease_ms` it was
+ * acquired with, like redis-py's `reacquire()`.
+ *
+ * @param out_lease_ms receives the lease now left in ms; may be NULL.
+ * @return like `ferrolock_lock_extend()`.
+ */
+enum ferrolock_status ferrolock_lock_reacquire(struct ferrolock_lock *lock, int64_t *out_lease_ms);
 
 /**
  * Creates a multi-lock handle: one lock over `n` member lock handles, usually the
@@ -641,3 +818,22 @@ static inline void ferrolock_options_init(ferrolock_options *o) {
     ferrolock_options_init_sized(o, (uint32_t)sizeof *o);
 }
 #endif  /* FERROLOCK_OPTIONS_INIT_DEFINED */
+
+#ifndef FERROLOCK_CLIENT_METRICS_DEFINED
+#define FERROLOCK_CLIENT_METRICS_DEFINED
+/**
+ * A snapshot of the client's metrics into `*m` (sets `m->size = sizeof *m`):
+ *
+ *     ferrolock_metrics m;
+ *     if (ferrolock_client_metrics(client, &m) == FERROLOCK_OK)
+ *         printf("%llu acquired, %llu waiting
+", (unsigned long long)m.acquired,
+ *                (unsigned long long)m.waiters_now);
+ *
+ * Inline, so that it passes the size of `ferrolock_metrics` as this program was
+ * compiled (see `ferrolock_client_metrics_sized()`).
+ */
+static inline ferrolock_status ferrolock_client_metrics(const ferrolock_client *client, ferrolock_metrics *m) {
+    return ferrolock_client_metrics_sized(client, m, (uint32_t)sizeof *m);
+}
+#endif  /* FERROLOCK_CLIENT_METRICS_DEFINED */

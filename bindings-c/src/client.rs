@@ -1,30 +1,43 @@
 //! Clients: connect (with default or given options), free, id.
 
 use std::ffi::{c_char, CString};
+use std::sync::Arc;
 
 use ferrolock::{Client, Error};
 
-use crate::ffi::{self, answer_new, arg, block_on, c_str, internal, reclaim};
+use crate::ffi::{self, answer_new, block_on, c_str, internal, reclaim};
+use crate::handle::CLIENTS;
 use crate::options::ferrolock_options;
 use crate::status::ferrolock_status;
 
 /// A connection to one Redis deployment (a server, a master behind Sentinel, or a
 /// Cluster), shared by all its lock handles.
 /// Thread-safe: create one per process and share it between threads.
+/// Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
 pub struct ferrolock_client {
+    _opaque: [u8; 0],
+}
+
+/// What a `ferrolock_client` handle stands for.
+pub(crate) struct ClientHandle {
     pub(crate) client: Client,
     id: CString,
 }
 
-const _: () = ffi::shared_between_threads::<ferrolock_client>();
+const _: () = ffi::shared_between_threads::<ClientHandle>();
 
-impl ferrolock_client {
+/// The live client behind a handle; NULL, freed and foreign handles are refused.
+pub(crate) fn client_arg(client: *const ferrolock_client) -> Result<Arc<ClientHandle>, Error> {
+    CLIENTS.get(client.addr(), "client")
+}
+
+impl ClientHandle {
     /// The one connect: `ferrolock_client_connect()` and `ferrolock_client_connect_opts()`.
     unsafe fn connect(url: *const c_char, options: &ferrolock_options) -> Result<Self, Error> {
         let builder = options.builder(c_str(url, "url")?)?;
         let client = block_on(None, builder.connect())??;
         let id = CString::new(client.id()).map_err(|_| internal("client id contains a NUL byte"))?;
-        Ok(ferrolock_client { client, id })
+        Ok(ClientHandle { client, id })
     }
 }
 
@@ -54,7 +67,7 @@ pub unsafe extern "C" fn ferrolock_client_connect(
         if watchdog_timeout_ms > 0 {
             options.watchdog_timeout_ms = watchdog_timeout_ms;
         }
-        answer_new(out, || ferrolock_client::connect(url, &options))
+        answer_new(out, &CLIENTS, || ClientHandle::connect(url, &options))
     })
 }
 
@@ -98,7 +111,7 @@ pub unsafe extern "C" fn ferrolock_client_connect_opts(
 ) -> ferrolock_status {
     ffi!({
         // Checks `out` (and clears `*out`) before anything else.
-        answer_new(out, || ferrolock_client::connect(url, &ferrolock_options::read(options)?))
+        answer_new(out, &CLIENTS, || ClientHandle::connect(url, &ferrolock_options::read(options)?))
     })
 }
 
@@ -107,18 +120,21 @@ pub unsafe extern "C" fn ferrolock_client_connect_opts(
 /// locks expire at the end of their lease), stops its background work and frees
 /// it. NULL is fine.
 ///
-/// Lock handles made from this client stay valid memory and must still be freed
-/// with `ferrolock_lock_free()` (before or after this call); other calls on them
-/// return `FERROLOCK_ERR_INVALID_ARGUMENT` afterwards, and waiting acquires on
-/// other threads return it at once. After fork(), a child may free a client
-/// inherited from its parent: nothing is sent to Redis then, the parent's locks
-/// stay with the parent.
+/// Lock handles made from this client must still be freed with
+/// `ferrolock_lock_free()` (before or after this call); other calls on them return
+/// `FERROLOCK_ERR_CLIENT_CLOSED` afterwards, and waiting acquires on other threads
+/// return it at once. After fork(), a child may free a client inherited from its
+/// parent: nothing is sent to Redis then, the parent's locks stay with the parent.
+///
+/// @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+///         handle that was already freed (or never was a client): nothing happens
+///         then, and the program does not crash. Programs may ignore the result.
 ///
 /// Must not be called from an on_lost callback of one of its locks.
 #[no_mangle]
-pub unsafe extern "C" fn ferrolock_client_free(client: *mut ferrolock_client) {
-    ffi!(void, {
-        if let Some(client) = reclaim(client, |c| &c.client) {
+pub unsafe extern "C" fn ferrolock_client_free(client: *mut ferrolock_client) -> ferrolock_status {
+    ffi!({
+        if let Some(client) = reclaim(client, &CLIENTS, "client", |c| &c.client)? {
             let _ = block_on(Some(&client.client), client.client.shutdown());
         }
         Ok(())
@@ -127,8 +143,9 @@ pub unsafe extern "C" fn ferrolock_client_free(client: *mut ferrolock_client) {
 
 /// This client's id: a random UUID, the first part of every owner field it writes
 /// (`<client-id>:<holder-id>`). Valid until the client is freed. Returns "" (and
-/// sets the last error) for a NULL client.
+/// sets the last error) for a NULL or freed client.
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_client_id(client: *const ferrolock_client) -> *const c_char {
-    ffi!(or c"".as_ptr(), { Ok(arg(client, "client")?.id.as_ptr()) })
+    // The registry keeps the client, and so the string, alive until it is freed.
+    ffi!(or c"".as_ptr(), { Ok(client_arg(client)?.id.as_ptr()) })
 }

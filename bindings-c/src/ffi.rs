@@ -1,16 +1,18 @@
 //! The plumbing under every exported function: the [`ffi!`] body (panics caught, the
 //! thread's last error set, the outcome turned into what C gets back), arguments
-//! (pointers, C strings, durations), handles taken back for freeing, and blocking
+//! (pointers, C strings, durations), handles made and taken back for freeing, and blocking
 //! calls on the shared runtime.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferrolock::{validate, Client, Error, ErrorKind};
 
+use crate::handle::Registry;
 use crate::status::{ferrolock_status, status_of};
 
 /// The body of an exported function. The function itself, its docs,
@@ -91,10 +93,6 @@ pub(crate) fn internal(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Internal, message)
 }
 
-pub(crate) unsafe fn arg<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, Error> {
-    ptr.as_ref().ok_or_else(|| invalid(format!("{what} is NULL")))
-}
-
 pub(crate) unsafe fn out<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T, Error> {
     ptr.as_mut().ok_or_else(|| invalid(format!("{what} is NULL; pass a pointer to store the result")))
 }
@@ -108,11 +106,16 @@ pub(crate) unsafe fn answer<T>(out: *mut T, value: impl FnOnce() -> Result<T, Er
 }
 
 /// The body of a constructor: checks `out` and sets `*out = NULL` first, so a failed
-/// constructor never leaves garbage behind, then stores the new object, boxed for C.
-pub(crate) unsafe fn answer_new<T>(out: *mut *mut T, make: impl FnOnce() -> Result<T, Error>) -> Result<(), Error> {
+/// constructor never leaves garbage behind, then registers the new object (handle.rs)
+/// and stores its handle.
+pub(crate) unsafe fn answer_new<C, T>(
+    out: *mut *mut C,
+    registry: &Registry<T>,
+    make: impl FnOnce() -> Result<T, Error>,
+) -> Result<(), Error> {
     let out = self::out(out, "out")?;
     *out = std::ptr::null_mut();
-    *out = Box::into_raw(Box::new(make()?));
+    *out = std::ptr::without_provenance_mut(registry.insert(make()?)?);
     Ok(())
 }
 
@@ -140,16 +143,14 @@ pub(crate) fn optional_millis(value: i64, what: &str, minus_one: &str, min: i64)
 
 /// Takes back a handle to free it: `None` for NULL, and for a handle inherited over
 /// fork(), which is leaked (the parent's runtime threads do not exist in the child).
-pub(crate) unsafe fn reclaim<T>(ptr: *mut T, client: fn(&T) -> &Client) -> Option<Box<T>> {
-    if ptr.is_null() {
-        return None;
-    }
-    let handle = Box::from_raw(ptr);
+/// A freed (or foreign) handle is `InvalidArgument`.
+pub(crate) fn reclaim<C, T>(ptr: *const C, registry: &Registry<T>, arg: &str, client: fn(&T) -> &Client) -> Result<Option<Arc<T>>, Error> {
+    let Some(handle) = registry.remove(ptr.addr(), arg)? else { return Ok(None) };
     if client(&handle).check_process().is_err() {
         std::mem::forget(handle);
-        return None;
+        return Ok(None);
     }
-    Some(handle)
+    Ok(Some(handle))
 }
 
 /// Blocks the calling thread on `future` in the process-wide runtime. Refuses a

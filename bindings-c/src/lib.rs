@@ -16,8 +16,11 @@
 //!
 //! - `ffi`: the `ffi!` body of every export and the argument, C string, duration and
 //!   blocking plumbing, with the thread's last error;
+//! - `handle`: the registry behind every `ferrolock_client *` / `ferrolock_lock *`, so
+//!   freed, doubly freed and foreign handles are refused, never dereferenced;
 //! - `options`: `ferrolock_options`, the connect settings, and their defaults;
 //! - `client`: `ferrolock_client`;
+//! - `metrics`: `ferrolock_metrics`, a client's counters, and their Prometheus text;
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
 //! - `lock`: `ferrolock_lock`: create (by kind), free, per-thread holders, acquire,
 //!   release, queries, tokens;
@@ -33,8 +36,10 @@
 
 #[macro_use]
 mod ffi;
+mod handle;
 mod options;
 mod client;
+mod metrics;
 mod kind;
 mod lock;
 mod multi;
@@ -42,6 +47,7 @@ mod lost;
 mod status;
 
 pub use client::*;
+pub use metrics::*;
 pub use options::*;
 pub use kind::*;
 pub use lock::*;

@@ -7,14 +7,15 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::future::Future;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
+use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions, Quorum};
+use ferrolock::{validate, AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions, Quorum};
 
-use crate::client::ferrolock_client;
-use crate::ffi::{self, answer, answer_new, arg, block_on, c_str, invalid, optional_millis, reclaim};
+use crate::client::{client_arg, ferrolock_client};
+use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, optional_millis, reclaim};
+use crate::handle::LOCKS;
 use crate::kind::{ferrolock_lock_kind, FerrolockLockKindArg};
 use crate::lost::LostSlot;
 use crate::status::ferrolock_status;
@@ -22,20 +23,13 @@ use crate::status::ferrolock_status;
 /// A handle on one lock name, or on a multi-lock over several handles
 /// (`ferrolock_multilock_new()`). The holder is (this handle, the calling OS thread):
 /// like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
+/// Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
 pub struct ferrolock_lock {
-    /// Shared with the multi-lock handles made over this one, which keep it alive.
-    state: Arc<LockState>,
+    _opaque: [u8; 0],
 }
 
-impl Deref for ferrolock_lock {
-    type Target = LockState;
-
-    fn deref(&self) -> &LockState {
-        &self.state
-    }
-}
-
-/// What a handle is; outlives the handle while multi-lock handles over it exist.
+/// What a handle stands for; kept by the registry until the handle is freed, and
+/// after that by the multi-lock handles made over it, as long as they exist.
 /// Not part of the C API (C sees `ferrolock_lock` only).
 pub struct LockState {
     /// The lock's client (a multi-lock: its first member's).
@@ -56,15 +50,18 @@ enum Base {
     Multi { members: Vec<Arc<LockState>>, quorum: Quorum },
 }
 
-const _: () = ffi::shared_between_threads::<ferrolock_lock>();
+const _: () = ffi::shared_between_threads::<LockState>();
 
 pub(crate) fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl ferrolock_lock {
+impl LockState {
     unsafe fn new(client: *mut ferrolock_client, name: *const c_char, kind: FerrolockLockKindArg) -> Result<Self, Error> {
-        let client = &arg(client, "client")?.client;
+        let client = &client_arg(client)?.client;
+        // Before the core is asked for anything: in a forked child its locks may have
+        // been held by a thread that does not exist there.
+        client.check_process()?;
         let name = c_str(name, "lock name")?;
         let kind = ferrolock_lock_kind::from_int(kind).ok_or_else(|| {
             invalid(format!(
@@ -80,11 +77,11 @@ impl ferrolock_lock {
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
         };
-        Ok(ferrolock_lock { state: Arc::new(state) })
+        Ok(state)
     }
 
     /// A multi-lock handle over `members` (see multi.rs, which checks the arguments).
-    pub(crate) fn multi(members: &[&ferrolock_lock], quorum: Quorum) -> Result<Self, Error> {
+    pub(crate) fn multi(members: &[Arc<LockState>], quorum: Quorum) -> Result<Self, Error> {
         let mut singles = Vec::with_capacity(members.len());
         for (i, member) in members.iter().enumerate() {
             match &member.base {
@@ -98,7 +95,7 @@ impl ferrolock_lock {
                 }
             }
             for (j, other) in members[..i].iter().enumerate() {
-                if Arc::ptr_eq(&member.state, &other.state) {
+                if Arc::ptr_eq(member, other) {
                     return Err(invalid(format!(
                         "members[{j}] and members[{i}] are the same handle (lock \"{}\"); give each \
                          member once: one handle per Redis server",
@@ -115,15 +112,12 @@ impl ferrolock_lock {
             client: members[0].client.clone(),
             name_c: CString::new(name.clone()).map_err(|_| invalid("lock name contains a NUL byte"))?,
             name,
-            base: Base::Multi { members: members.iter().map(|m| m.state.clone()).collect(), quorum },
+            base: Base::Multi { members: members.to_vec(), quorum },
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
         };
-        Ok(ferrolock_lock { state: Arc::new(state) })
+        Ok(state)
     }
-}
-
-impl LockState {
     /// This thread's holder on this handle; created on first use when `create`. A
     /// multi-lock handle's is the core multi-lock over its members' holders for
     /// this thread (so a thread that holds the multi-lock re-enters a member).
@@ -136,6 +130,9 @@ impl LockState {
         if !create {
             return Ok(None);
         }
+        // Refused before the core is asked for a holder: in a forked child its locks
+        // may have been taken by a thread that does not exist there.
+        self.client.check_process()?;
         let lock = match &self.base {
             Base::One(base) => {
                 let options = LockOptions {
@@ -233,6 +230,17 @@ impl LockState {
         format!("{kind} \"{}\" ({} of {n} members needed)", self.name, quorum.of(n))
     }
 
+    /// `ClientClosed` once the client (a multi-lock: any member's) was freed.
+    pub(crate) fn check_open(&self) -> Result<(), Error> {
+        let closed = self.client.is_closed()
+            || matches!(&self.base, Base::Multi { members, .. } if members.iter().any(|m| m.client.is_closed()));
+        if closed {
+            // The core's own message for its ClientClosed errors.
+            return Err(Error::new(ErrorKind::ClientClosed, "the ferrolock client is closed; create a new client"));
+        }
+        Ok(())
+    }
+
     pub(crate) fn is_multi(&self) -> bool {
         matches!(self.base, Base::Multi { .. })
     }
@@ -274,8 +282,13 @@ impl LockState {
     }
 }
 
-pub(crate) unsafe fn lock_arg<'a>(lock: *mut ferrolock_lock) -> Result<&'a ferrolock_lock, Error> {
-    arg(lock, "lock")
+/// The live lock behind a handle; NULL, freed and foreign handles are refused, and
+/// every call on a handle whose client was freed is `ClientClosed` (even those that
+/// only look at local state, so a program sees one answer for all of them).
+pub(crate) fn lock_arg(lock: *mut ferrolock_lock) -> Result<Arc<LockState>, Error> {
+    let state = LOCKS.get(lock.addr(), "lock")?;
+    state.check_open()?;
+    Ok(state)
 }
 
 /// Creates a handle on the lock `name` of the given kind. Sends nothing to Redis.
@@ -297,7 +310,7 @@ pub unsafe extern "C" fn ferrolock_lock_new_kind(
     kind: FerrolockLockKindArg,
     out: *mut *mut ferrolock_lock,
 ) -> ferrolock_status {
-    ffi!({ answer_new(out, || ferrolock_lock::new(client, name, kind)) })
+    ffi!({ answer_new(out, &LOCKS, || LockState::new(client, name, kind)) })
 }
 
 /// Creates a handle on the reentrant lock `name` (Redisson `RLock`). Sends nothing
@@ -345,12 +358,17 @@ pub unsafe extern "C" fn ferrolock_fenced_lock_new(
 /// them: they keep what they need of it, and its holds (its own and those the
 /// multi-locks took through it) are released when the last of them is freed.
 ///
-/// No other thread may use the handle during or after this call. Must not be called
-/// from the handle's own on_lost callback.
+/// @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+///         handle that was already freed (or never was a lock handle): nothing
+///         happens then, and the program does not crash. Programs may ignore the result.
+///
+/// Other threads should not use the handle during or after this call (a call that
+/// is running keeps it alive until it returns; later calls are refused). Must not
+/// be called from the handle's own on_lost callback.
 #[no_mangle]
-pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) {
-    ffi!(void, {
-        let Some(lock) = reclaim(lock, |l| &l.client) else { return Ok(()) };
+pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) -> ferrolock_status {
+    ffi!({
+        let Some(lock) = reclaim(lock, &LOCKS, "lock", |l| &l.client)? else { return Ok(()) };
         lock.set_callback(None);
         // The holds go with the state (`Drop for LockState`): now, unless multi-lock
         // handles over this one still use it.
@@ -384,9 +402,10 @@ impl Drop for LockState {
 ///        held); otherwise 1 ms to 7 days, after which the lock expires by itself
 ///        (no renewal) and the hold counts as lost.
 /// @return `FERROLOCK_OK` (acquired); `FERROLOCK_NOT_ACQUIRED` (someone else still
-///         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL lock,
-///         duration out of range, freed or pre-fork client);
-///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
+///         holds it after `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed
+///         lock handle, duration out of range, pre-fork client);
+///         `FERROLOCK_ERR_CLIENT_CLOSED` (its client was freed, also while this call
+///         waited); `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
 ///         command, key or channel the lock needs; the message names the rule to add;
 ///         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
 ///         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
@@ -560,5 +579,73 @@ pub unsafe extern "C" fn ferrolock_lock_token(lock: *mut ferrolock_lock, out: *m
     ffi!({
         let lock = lock_arg(lock)?;
         answer(out, || lock.token())
+    })
+}
+
+impl LockState {
+    /// The body of extend / set_lease / reacquire: `change` on this thread's hold,
+    /// the new remaining lease into `out` (may be NULL).
+    unsafe fn change_lease<F>(&self, what: &str, out: *mut i64, change: impl FnOnce(Lock) -> F) -> Result<(), Error>
+    where
+        F: Future<Output = Result<Duration, Error>> + Send,
+    {
+        let holder = self.thread_lock(false)?.ok_or_else(|| self.not_held(&format!(", so {what}() has no lease to change")))?;
+        let left = self.call_as(holder, change)?;
+        if let Some(out) = out.as_mut() {
+            *out = i64::try_from(left.as_millis()).unwrap_or(i64::MAX);
+        }
+        Ok(())
+    }
+}
+
+/// Adds `by_ms` to the lease left on the calling thread's hold (taken with an
+/// explicit `lease_ms`), like redis-py's `extend()`. The whole hold, every
+/// re-entered level, gets the new lease; on a multi-lock handle, every member.
+///
+/// @param by_ms 1 ms to 7 days.
+/// @param out_lease_ms receives the lease now left in ms; may be NULL.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it
+///         through this handle); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost; it
+///         is marked lost, see `ferrolock_lock_is_lost()`);
+///         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle, `by_ms` out of
+///         range, or a hold renewed by the watchdog, i.e. taken with `lease_ms` -1:
+///         it has no lease of its own to change); `FERROLOCK_ERR_CLIENT_CLOSED`;
+///         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+///
+/// Blocks for one round-trip (per member). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_extend(lock: *mut ferrolock_lock, by_ms: i64, out_lease_ms: *mut i64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        let by = validate::millis(by_ms, "by_ms")?;
+        lock.change_lease("ferrolock_lock_extend", out_lease_ms, |h| async move { h.extend(by).await })
+    })
+}
+
+/// Replaces the lease left on the calling thread's hold (taken with an explicit
+/// `lease_ms`) with `lease_ms`, like redis-py's `extend(..., replace_ttl=True)`.
+///
+/// @param lease_ms 1 ms to 7 days.
+/// @param out_lease_ms receives the lease now left in ms; may be NULL.
+/// @return like `ferrolock_lock_extend()`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_set_lease(lock: *mut ferrolock_lock, lease_ms: i64, out_lease_ms: *mut i64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        let lease = validate::millis(lease_ms, "lease_ms")?;
+        lock.change_lease("ferrolock_lock_set_lease", out_lease_ms, |h| async move { h.set_lease(lease).await })
+    })
+}
+
+/// Resets the lease left on the calling thread's hold to the `lease_ms` it was
+/// acquired with, like redis-py's `reacquire()`.
+///
+/// @param out_lease_ms receives the lease now left in ms; may be NULL.
+/// @return like `ferrolock_lock_extend()`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_lock_reacquire(lock: *mut ferrolock_lock, out_lease_ms: *mut i64) -> ferrolock_status {
+    ffi!({
+        let lock = lock_arg(lock)?;
+        lock.change_lease("ferrolock_lock_reacquire", out_lease_ms, |h| async move { h.reacquire().await })
     })
 }

@@ -6,7 +6,8 @@
 use ferrolock::{Error, Quorum};
 
 use crate::ffi::{answer_new, invalid};
-use crate::lock::{ferrolock_lock, lock_arg};
+use crate::handle::LOCKS;
+use crate::lock::{ferrolock_lock, LockState};
 use crate::status::ferrolock_status;
 
 /// How many members a multi-lock needs, for `ferrolock_multilock_new()`.
@@ -42,7 +43,7 @@ impl ferrolock_quorum {
 /// The most members a multi-lock takes (a Redlock runs on a handful of servers).
 const MAX_MEMBERS: usize = 1024;
 
-unsafe fn new_multi(members: *const *mut ferrolock_lock, n: usize, quorum: FerrolockQuorumArg) -> Result<ferrolock_lock, Error> {
+unsafe fn new_multi(members: *const *mut ferrolock_lock, n: usize, quorum: FerrolockQuorumArg) -> Result<LockState, Error> {
     if members.is_null() {
         return Err(invalid("members is NULL; pass an array of n lock handles"));
     }
@@ -61,11 +62,12 @@ unsafe fn new_multi(members: *const *mut ferrolock_lock, n: usize, quorum: Ferro
     let members = std::slice::from_raw_parts(members, n);
     let mut handles = Vec::with_capacity(n);
     for (i, member) in members.iter().enumerate() {
-        let handle = lock_arg(*member).map_err(|_| invalid(format!("members[{i}] is NULL")))?;
+        let handle = LOCKS.get(member.addr(), &format!("members[{i}]"))?;
         handle.client.check_process()?;
+        handle.check_open()?;
         handles.push(handle);
     }
-    ferrolock_lock::multi(&handles, quorum)
+    LockState::multi(&handles, quorum)
 }
 
 /// Creates a multi-lock handle: one lock over `n` member lock handles, usually the
@@ -129,7 +131,7 @@ pub unsafe extern "C" fn ferrolock_multilock_new(
 ) -> ferrolock_status {
     ffi!({
         // Checks `out` (and clears `*out`) before anything else.
-        answer_new(out, || new_multi(members, n, quorum))
+        answer_new(out, &LOCKS, || new_multi(members, n, quorum))
     })
 }
 

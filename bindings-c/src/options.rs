@@ -59,6 +59,12 @@ pub struct ferrolock_options {
     pub replica_ack: i32,
     /// How long that acknowledgement may take. Default 1000; 1 ms to 600 s.
     pub replica_ack_timeout_ms: i64,
+    /// A name for this program in Redis's `CLIENT LIST`: every connection is named
+    /// `ferrolock:<client id>:<app_name>` (without it, `ferrolock:<client id>`).
+    /// 1 to 64 characters of `A-Z a-z 0-9 . _ -`. NULL or "" (the default): none.
+    /// Copied. (Added in 0.1.0 after `replica_ack_timeout_ms`: a program built with
+    /// an older header passes a smaller `size`, and has none.)
+    pub app_name: *const c_char,
 }
 
 /// The largest `size` taken: anything bigger is not a `ferrolock_options` (most
@@ -83,7 +89,8 @@ macro_rules! every_field {
             sentinel_username,
             sentinel_password,
             replica_ack,
-            replica_ack_timeout_ms
+            replica_ack_timeout_ms,
+            app_name
         )
     };
 }
@@ -103,6 +110,7 @@ impl ferrolock_options {
             sentinel_password: ptr::null(),
             replica_ack: i32::from(c.replica_ack),
             replica_ack_timeout_ms: ms(c.replica_ack_timeout),
+            app_name: ptr::null(),
         }
     }
 
@@ -195,6 +203,9 @@ impl ferrolock_options {
         if let Some(password) = optional_str(self.sentinel_password, "sentinel_password")? {
             b = b.sentinel_password(password);
         }
+        if let Some(name) = optional_str(self.app_name, "app_name")? {
+            b = b.app_name(name);
+        }
         Ok(b)
     }
 }
@@ -243,7 +254,8 @@ mod tests {
         assert_eq!(offset_of!(ferrolock_options, sentinel_username), 48);
         assert_eq!(offset_of!(ferrolock_options, replica_ack), 64);
         assert_eq!(offset_of!(ferrolock_options, replica_ack_timeout_ms), 72);
-        assert_eq!(size_of::<ferrolock_options>(), 80);
+        assert_eq!(offset_of!(ferrolock_options, app_name), 80);
+        assert_eq!(size_of::<ferrolock_options>(), 88);
     }
 
     #[test]
@@ -257,6 +269,12 @@ mod tests {
         assert_eq!(got.watchdog_timeout_ms, 1234);
         assert_eq!(got.replica_ack, 1);
         assert_eq!(got.replica_ack_timeout_ms, 1000);
+        // The size of the struct before app_name was appended: app_name is not read.
+        let garbage = c"not read";
+        o.app_name = garbage.as_ptr();
+        o.size = offset_of!(ferrolock_options, app_name) as u32;
+        let got = read(&o).unwrap();
+        assert_eq!((got.replica_ack_timeout_ms, got.app_name), (77, ptr::null()));
         o.size = 10; // cuts watchdog_timeout_ms in half: not read
         assert_eq!(read(&o).unwrap().watchdog_timeout_ms, 30_000);
         for size in [0, 3, MAX_SIZE as u32 + 1, u32::MAX] {
@@ -280,7 +298,7 @@ mod tests {
         assert!(unsafe { ferrolock_options::read(&newer.old) }.is_ok());
         newer.extra = 5;
         let e = unsafe { ferrolock_options::read(&newer.old) }.unwrap_err();
-        assert!(e.message().contains("byte 80"), "{}", e.message());
+        assert!(e.message().contains("byte 88"), "{}", e.message());
     }
 
     #[test]

@@ -28,8 +28,9 @@ pub enum ferrolock_status {
     /// The key at the lock name holds something that is not a lock.
     FERROLOCK_ERR_WRONG_TYPE,
     /// Bad input: NULL pointer, invalid UTF-8 or out-of-range name, bad URL,
-    /// out-of-range duration, or a client that was freed or belongs to the parent
-    /// process of a fork().
+    /// out-of-range duration, a handle that was freed (also a second free), is of
+    /// the other type or never came from ferrolock, or a client that belongs to the
+    /// parent process of a fork().
     FERROLOCK_ERR_INVALID_ARGUMENT,
     /// A bug in ferrolock or a reply it does not understand (a caught panic lands here).
     FERROLOCK_ERR_INTERNAL,
@@ -40,6 +41,10 @@ pub enum ferrolock_status {
     /// acquire within `replica_ack_timeout_ms`, so the acquire was undone (a failover
     /// could have lost it) and nothing is held. Retrying is safe.
     FERROLOCK_ERR_NOT_REPLICATED,
+    /// The lock's client was freed (`ferrolock_client_free()`): every call on a lock
+    /// handle made from it, including acquires that were waiting when it was freed.
+    /// Free the handle, and create a new client and handles to go on.
+    FERROLOCK_ERR_CLIENT_CLOSED,
 }
 
 use ferrolock_status::*;
@@ -47,7 +52,7 @@ use ferrolock_status::*;
 impl ferrolock_status {
     /// Every status, in numeric order. New statuses are appended to the enum and here
     /// (the assertion below checks the order; `name` does not compile without them).
-    const ALL: [ferrolock_status; 10] = [
+    const ALL: [ferrolock_status; 11] = [
         FERROLOCK_OK,
         FERROLOCK_NOT_ACQUIRED,
         FERROLOCK_ERR_NOT_OWNER,
@@ -58,6 +63,7 @@ impl ferrolock_status {
         FERROLOCK_ERR_INTERNAL,
         FERROLOCK_ERR_PERMISSION,
         FERROLOCK_ERR_NOT_REPLICATED,
+        FERROLOCK_ERR_CLIENT_CLOSED,
     ];
 
     /// The status with this numeric value, if there is one.
@@ -78,6 +84,7 @@ impl ferrolock_status {
             FERROLOCK_ERR_INTERNAL => c"FERROLOCK_ERR_INTERNAL",
             FERROLOCK_ERR_PERMISSION => c"FERROLOCK_ERR_PERMISSION",
             FERROLOCK_ERR_NOT_REPLICATED => c"FERROLOCK_ERR_NOT_REPLICATED",
+            FERROLOCK_ERR_CLIENT_CLOSED => c"FERROLOCK_ERR_CLIENT_CLOSED",
         }
     }
 }
@@ -107,7 +114,8 @@ pub(crate) fn status_of(kind: ErrorKind) -> ferrolock_status {
         ErrorKind::InvalidArgument => FERROLOCK_ERR_INVALID_ARGUMENT,
         ErrorKind::PermissionDenied => FERROLOCK_ERR_PERMISSION,
         ErrorKind::NotReplicated => FERROLOCK_ERR_NOT_REPLICATED,
-        // C has no cancellation: the only cancel is a client freed under a waiting call.
+        ErrorKind::ClientClosed => FERROLOCK_ERR_CLIENT_CLOSED,
+        // C has no way to cancel a call, so the core has no reason to report one.
         ErrorKind::Cancelled => FERROLOCK_ERR_INVALID_ARGUMENT,
         _ => FERROLOCK_ERR_INTERNAL,
     }
@@ -151,6 +159,7 @@ mod tests {
         }
         assert_eq!(ferrolock_status::from_int(8), Some(FERROLOCK_ERR_PERMISSION));
         assert_eq!(ferrolock_status::from_int(9), Some(FERROLOCK_ERR_NOT_REPLICATED));
+        assert_eq!(ferrolock_status::from_int(10), Some(FERROLOCK_ERR_CLIENT_CLOSED));
         for value in [-1, ferrolock_status::ALL.len() as i32, 42, i32::MIN, i32::MAX] {
             let got = unsafe { CStr::from_ptr(ferrolock_status_str(value)) };
             assert_eq!(got.to_str().unwrap(), "FERROLOCK_UNKNOWN_STATUS", "{value}");
@@ -171,6 +180,7 @@ mod tests {
             (FERROLOCK_ERR_INTERNAL, 7),
             (FERROLOCK_ERR_PERMISSION, 8),
             (FERROLOCK_ERR_NOT_REPLICATED, 9),
+            (FERROLOCK_ERR_CLIENT_CLOSED, 10),
         ];
         for (status, value) in values {
             assert_eq!(status as i32, value, "{status:?}");

@@ -17,7 +17,7 @@ int main(void) {
     CHECK(FERROLOCK_ERR_PERMISSION == 8); /* appended: older values keep their numbers */
     CHECK(FERROLOCK_ERR_INTERNAL == 7);
     CHECK(strcmp(ferrolock_status_str(FERROLOCK_ERR_PERMISSION), "FERROLOCK_ERR_PERMISSION") == 0);
-    CHECK(strcmp(ferrolock_status_str((ferrolock_status)10), "FERROLOCK_UNKNOWN_STATUS") == 0);
+    CHECK(strcmp(ferrolock_status_str((ferrolock_status)11), "FERROLOCK_UNKNOWN_STATUS") == 0);
 
     /* Everything but HINCRBY: the acquire script is refused. */
     redis_cmd(reply, sizeof reply, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all",

@@ -8,7 +8,9 @@
 #ifndef FERROLOCK_TEST_HARNESS_H
 #define FERROLOCK_TEST_HARNESS_H
 
+#ifndef _GNU_SOURCE /* g++ defines it already (tests/cxx_raii.cpp includes this too) */
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -145,6 +147,81 @@ static inline void redis_cmd(char *reply, size_t cap, ...) {
     va_end(ap);
     if (redis_call_argv(harness_server.port, reply, cap, argc, argv) != 0)
         FAIL("redis command %s failed: server unreachable", argv[0]);
+}
+
+/* Reads one RESP value from fd into out (appended at *len, NUL-terminated), nested
+ * arrays flattened: each simple string, integer and bulk string on a line of its
+ * own, errors too ("-ERR ..."). Returns 0, or -1 on EOF or overflow. */
+static inline int resp_read_line(int fd, char *line, size_t cap) {
+    size_t n = 0;
+    for (;;) {
+        char ch;
+        if (read(fd, &ch, 1) != 1) return -1;
+        if (ch == '\n') break;
+        if (n + 1 >= cap) return -1;
+        line[n++] = ch;
+    }
+    if (n > 0 && line[n - 1] == '\r') n--;
+    line[n] = '\0';
+    return 0;
+}
+
+static inline int resp_read_value(int fd, char *out, size_t cap, size_t *len) {
+    char line[256];
+    if (resp_read_line(fd, line, sizeof line) != 0) return -1;
+    if (line[0] == '*') {
+        long count = strtol(line + 1, NULL, 10);
+        for (long i = 0; i < count; i++)
+            if (resp_read_value(fd, out, cap, len) != 0) return -1;
+        return 0;
+    }
+    const char *text = line[0] == '-' ? line : line + 1;
+    size_t tlen = strlen(text);
+    if (line[0] == '$') {
+        long blen = strtol(line + 1, NULL, 10);
+        if (blen < 0) { text = "(nil)"; tlen = 5; }
+        else {
+            if (*len + (size_t)blen + 2 >= cap) return -1;
+            size_t got = 0;
+            while (got < (size_t)blen) {
+                ssize_t r = read(fd, out + *len + got, (size_t)blen - got);
+                if (r <= 0) return -1;
+                got += (size_t)r;
+            }
+            *len += got;
+            out[(*len)++] = '\n';
+            out[*len] = '\0';
+            char crlf[2];
+            return read(fd, crlf, 2) == 2 ? 0 : -1;
+        }
+    }
+    if (*len + tlen + 2 >= cap) return -1;
+    memcpy(out + *len, text, tlen);
+    *len += tlen;
+    out[(*len)++] = '\n';
+    out[*len] = '\0';
+    return 0;
+}
+
+/* redis_query(out, cap, "CLIENT", "LIST", NULL): the whole reply, flattened (see
+ * resp_read_value()), from the harness's server. */
+static inline void redis_query(char *out, size_t cap, ...) {
+    const char *argv[16];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, cap);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 16;) argv[argc++] = a;
+    va_end(ap);
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "$%zu\r\n%s\r\n", strlen(argv[i]), argv[i]);
+    int fd = redis_connect_fd(harness_server.port);
+    size_t len = 0;
+    out[0] = '\0';
+    if (fd < 0 || n >= sizeof buf || write(fd, buf, n) != (ssize_t)n || resp_read_value(fd, out, cap, &len) != 0)
+        FAIL("redis command %s failed (server unreachable or reply over %zu bytes)", argv[0], cap);
+    close(fd);
 }
 
 /* Stops a server started by redis_spawn() (also a SIGSTOPped one) and removes its dir. */

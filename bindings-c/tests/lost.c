@@ -102,7 +102,7 @@ int main(void) {
     CHECK(is_locked(watch2));
     ferrolock_client_free(c);
     CHECK(!is_locked(watch2));
-    EXPECT(ferrolock_lock_acquire(ld, 0, -1), FERROLOCK_ERR_INVALID_ARGUMENT);
+    EXPECT(ferrolock_lock_acquire(ld, 0, -1), FERROLOCK_ERR_CLIENT_CLOSED);
     ferrolock_lock_free(ld);
     ferrolock_lock_free(watch2);
 

@@ -286,7 +286,7 @@ int main(void) {
     /* Appended: older statuses keep their numbers. */
     CHECK(FERROLOCK_ERR_NOT_REPLICATED == 9);
     CHECK(strcmp(ferrolock_status_str(FERROLOCK_ERR_NOT_REPLICATED), "FERROLOCK_ERR_NOT_REPLICATED") == 0);
-    CHECK(strcmp(ferrolock_status_str((ferrolock_status)10), "FERROLOCK_UNKNOWN_STATUS") == 0);
+    CHECK(strcmp(ferrolock_status_str((ferrolock_status)11), "FERROLOCK_UNKNOWN_STATUS") == 0);
     defaults();
     bad_values();
     malformed_urls();

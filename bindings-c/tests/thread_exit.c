@@ -70,7 +70,7 @@ int main(void) {
     ferrolock_client_free(a);
     OK(ferrolock_lock_acquire(lb, 0, -1));
     OK(ferrolock_lock_release(lb));
-    EXPECT(ferrolock_lock_acquire(la, 0, -1), FERROLOCK_ERR_INVALID_ARGUMENT); /* client freed */
+    EXPECT(ferrolock_lock_acquire(la, 0, -1), FERROLOCK_ERR_CLIENT_CLOSED); /* client freed */
     ferrolock_lock_free(la);
 
     /* ferrolock_lock_free() releases the hold of an exited thread too. */

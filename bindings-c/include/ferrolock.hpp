@@ -1,0 +1,268 @@
+/*
+ * ferrolock.hpp: a header-only C++11 RAII wrapper over ferrolock.h.
+ *
+ *     ferrolock::client client("redis://127.0.0.1:6379");
+ *     ferrolock::mutex lock(client, "orders:42");
+ *     {
+ *         std::lock_guard<ferrolock::mutex> guard(lock);     // waits; released at scope end
+ *         ...
+ *     }
+ *     std::unique_lock<ferrolock::mutex> ul(lock, std::chrono::seconds(5));  // try_lock_for
+ *     if (ul) { ... }
+ *
+ * `ferrolock::mutex` (a lock handle) is a Lockable / TimedLockable (lock(), try_lock(), try_lock_for(),
+ * try_lock_until(), unlock()), so std::lock_guard, std::unique_lock, std::scoped_lock
+ * and std::lock() work with it. Like the C handle it is re-entrant per thread: the
+ * holder is (mutex object, thread).
+ *
+ * Errors throw ferrolock::error (a std::runtime_error) carrying the ferrolock_status
+ * and the library's message; FERROLOCK_NOT_ACQUIRED is not an error (try_lock*
+ * return false). The one exception: unlock() never throws, because the standard
+ * lock adapters call it from destructors; a failed unlock (the hold was lost, or
+ * Redis did not answer) is kept in ferrolock::last_unlock_status() for the calling
+ * thread. Use mutex::release() to get an exception instead.
+ *
+ * Link with -lferrolock as for C (pkg-config --cflags --libs ferrolock).
+ */
+#ifndef FERROLOCK_HPP
+#define FERROLOCK_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ferrolock.h"
+
+namespace ferrolock {
+
+/** A failed ferrolock call: its status and the library's message. */
+class error : public std::runtime_error {
+public:
+    error(ferrolock_status status, const std::string &message)
+        : std::runtime_error(std::string(ferrolock_status_str(status)) + ": " + message), status_(status) {}
+
+    /** The status the call returned, e.g. FERROLOCK_ERR_LOCK_LOST. */
+    ferrolock_status status() const noexcept { return status_; }
+
+private:
+    ferrolock_status status_;
+};
+
+namespace detail {
+/* Throws for anything but FERROLOCK_OK (the message is the calling thread's). */
+inline void check(ferrolock_status s) {
+    if (s != FERROLOCK_OK) throw error(s, ferrolock_last_error());
+}
+
+/* A timeout as the C API takes it: whole ms, rounded up (a positive wait never
+ * becomes "try once"), negative as 0, and at most 7 days. */
+template <class Rep, class Period>
+inline int64_t wait_ms(const std::chrono::duration<Rep, Period> &d) {
+    typedef std::chrono::duration<double, std::milli> ms_double;
+    const double ms = std::chrono::duration_cast<ms_double>(d).count();
+    const double week = 7.0 * 24 * 3600 * 1000;
+    if (!(ms > 0)) return 0;
+    if (ms >= week) return static_cast<int64_t>(week);
+    const int64_t whole = static_cast<int64_t>(ms);
+    return static_cast<double>(whole) < ms ? whole + 1 : whole;
+}
+
+inline ferrolock_status &unlock_status() {
+    static thread_local ferrolock_status status = FERROLOCK_OK;
+    return status;
+}
+}  // namespace detail
+
+/** The status of the calling thread's last ferrolock::mutex::unlock(): FERROLOCK_OK,
+ *  or why it failed (e.g. FERROLOCK_ERR_LOCK_LOST: the critical section was not
+ *  protected since the hold was lost). */
+inline ferrolock_status last_unlock_status() noexcept { return detail::unlock_status(); }
+
+/** A ferrolock_client: one per process, shared by threads. Move-only. */
+class client {
+public:
+    /** ferrolock_client_connect(): `watchdog_timeout_ms` <= 0 is the default 30 s. */
+    explicit client(const std::string &url, int64_t watchdog_timeout_ms = -1) {
+        detail::check(ferrolock_client_connect(url.c_str(), watchdog_timeout_ms, &c_));
+    }
+
+    /** ferrolock_client_connect_opts(): `options` filled by ferrolock_options_init(). */
+    client(const std::string &url, const ferrolock_options &options) {
+        detail::check(ferrolock_client_connect_opts(url.c_str(), &options, &c_));
+    }
+
+    /** Releases what the client still holds (ferrolock_client_free()). Mutex objects
+     *  made from it may outlive it: their calls then throw FERROLOCK_ERR_CLIENT_CLOSED. */
+    ~client() { ferrolock_client_free(c_); }
+
+    client(client &&other) noexcept : c_(other.c_) { other.c_ = nullptr; }
+    client &operator=(client &&other) noexcept {
+        if (this != &other) {
+            ferrolock_client_free(c_);
+            c_ = other.c_;
+            other.c_ = nullptr;
+        }
+        return *this;
+    }
+    client(const client &) = delete;
+    client &operator=(const client &) = delete;
+
+    /** The client's id (a UUID). */
+    std::string id() const {
+        const char *id = ferrolock_client_id(c_);
+        if (!id[0]) detail::check(FERROLOCK_ERR_INVALID_ARGUMENT);
+        return id;
+    }
+
+    /** A snapshot of the client's counters (ferrolock_client_metrics()). */
+    ferrolock_metrics metrics() const {
+        ferrolock_metrics m;
+        detail::check(ferrolock_client_metrics(c_, &m));
+        return m;
+    }
+
+    /** The metrics in the Prometheus text format (ferrolock_client_metrics_text()). */
+    std::string metrics_text() const {
+        char *text = nullptr;
+        detail::check(ferrolock_client_metrics_text(c_, &text));
+        std::unique_ptr<char, void (*)(char *)> owned(text, ferrolock_string_free);
+        return std::string(owned.get());
+    }
+
+    ferrolock_client *native_handle() const noexcept { return c_; }
+
+private:
+    ferrolock_client *c_ = nullptr;
+};
+
+/** A ferrolock_lock handle, used like a std::recursive_timed_mutex shared by
+ *  processes. (Named mutex: a C++ class cannot have a member function lock() if it
+ *  is itself called lock.) Move-only; destroying it releases what it still holds
+ *  (ferrolock_lock_free()). */
+class mutex {
+public:
+    /** A lock on `name`; `lease_ms` is the lease of the acquires made through
+     *  lock()/try_lock*() (-1: the watchdog lease, renewed while held). */
+    mutex(const client &c, const std::string &name, ferrolock_lock_kind kind = FERROLOCK_LOCK_REENTRANT,
+         int64_t lease_ms = -1)
+        : lease_ms_(lease_ms) {
+        detail::check(ferrolock_lock_new_kind(c.native_handle(), name.c_str(), kind, &l_));
+    }
+
+    /** A multi-lock over `members` (ferrolock_multilock_new()): a Redlock with
+     *  FERROLOCK_QUORUM_MAJORITY, a MultiLock with FERROLOCK_QUORUM_ALL. */
+    static mutex multi(const std::vector<const mutex *> &members, ferrolock_quorum quorum, int64_t lease_ms = -1) {
+        std::vector<ferrolock_lock *> handles;
+        handles.reserve(members.size());
+        for (const mutex *m : members) handles.push_back(m ? m->l_ : nullptr);
+        ferrolock_lock *l = nullptr;
+        detail::check(ferrolock_multilock_new(handles.data(), handles.size(), quorum, &l));
+        return mutex(l, lease_ms);
+    }
+
+    ~mutex() { ferrolock_lock_free(l_); }
+
+    mutex(mutex &&other) noexcept : l_(other.l_), lease_ms_(other.lease_ms_) { other.l_ = nullptr; }
+    mutex &operator=(mutex &&other) noexcept {
+        if (this != &other) {
+            ferrolock_lock_free(l_);
+            l_ = other.l_;
+            lease_ms_ = other.lease_ms_;
+            other.l_ = nullptr;
+        }
+        return *this;
+    }
+    mutex(const mutex &) = delete;
+    mutex &operator=(const mutex &) = delete;
+
+    /** Waits as long as it takes. Throws ferrolock::error on failure. */
+    void lock() { detail::check(ferrolock_lock_acquire(l_, -1, lease_ms_)); }
+
+    /** Tries once: false when someone else holds it. */
+    bool try_lock() { return acquire(0); }
+
+    /** Waits at most `timeout` (rounded up to whole ms): false when it ran out. */
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &timeout) {
+        return acquire(detail::wait_ms(timeout));
+    }
+
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration> &deadline) {
+        return acquire(detail::wait_ms(deadline - Clock::now()));
+    }
+
+    /** Releases one level of this thread's hold. Never throws (std::lock_guard calls
+     *  it from its destructor): see ferrolock::last_unlock_status(). */
+    void unlock() noexcept { detail::unlock_status() = ferrolock_lock_release(l_); }
+
+    /** Like unlock(), but throws ferrolock::error (e.g. FERROLOCK_ERR_LOCK_LOST,
+     *  FERROLOCK_ERR_NOT_OWNER). */
+    void release() { detail::check(ferrolock_lock_release(l_)); }
+
+    /** Adds `by` to the lease left on this thread's hold (taken with an explicit
+     *  lease); returns the lease left now (ferrolock_lock_extend()). */
+    std::chrono::milliseconds extend(std::chrono::milliseconds by) {
+        int64_t left = 0;
+        detail::check(ferrolock_lock_extend(l_, static_cast<int64_t>(by.count()), &left));
+        return std::chrono::milliseconds(left);
+    }
+
+    /** Replaces the lease left on this thread's hold (ferrolock_lock_set_lease()). */
+    std::chrono::milliseconds set_lease(std::chrono::milliseconds lease) {
+        int64_t left = 0;
+        detail::check(ferrolock_lock_set_lease(l_, static_cast<int64_t>(lease.count()), &left));
+        return std::chrono::milliseconds(left);
+    }
+
+    /** Resets this thread's hold to the lease it was taken with (ferrolock_lock_reacquire()). */
+    std::chrono::milliseconds reacquire() {
+        int64_t left = 0;
+        detail::check(ferrolock_lock_reacquire(l_, &left));
+        return std::chrono::milliseconds(left);
+    }
+
+    /** Whether this thread's latest hold through this lock was lost. */
+    bool lost() const {
+        bool b = false;
+        detail::check(ferrolock_lock_is_lost(l_, &b));
+        return b;
+    }
+
+    /** Whether anyone holds the lock (one round-trip). */
+    bool is_locked() const {
+        bool b = false;
+        detail::check(ferrolock_lock_is_locked(l_, &b));
+        return b;
+    }
+
+    /** The fencing token of this thread's hold (fenced locks). */
+    uint64_t token() const {
+        uint64_t t = 0;
+        detail::check(ferrolock_lock_token(l_, &t));
+        return t;
+    }
+
+    int64_t lease_ms() const noexcept { return lease_ms_; }
+    ferrolock_lock *native_handle() const noexcept { return l_; }
+
+private:
+    mutex(ferrolock_lock *l, int64_t lease_ms) : l_(l), lease_ms_(lease_ms) {}
+
+    bool acquire(int64_t wait_ms) {
+        ferrolock_status s = ferrolock_lock_acquire(l_, wait_ms, lease_ms_);
+        if (s == FERROLOCK_NOT_ACQUIRED) return false;
+        detail::check(s);
+        return true;
+    }
+
+    ferrolock_lock *l_ = nullptr;
+    int64_t lease_ms_;
+};
+
+}  // namespace ferrolock
+
+#endif /* FERROLOCK_HPP */
