@@ -1,0 +1,375 @@
+//! The command line as clap reads it: the subcommands, their options and the
+//! duration parsers, with the help text (main.rs dispatches).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit;
+
+pub(crate) const ABOUT: &str = "A distributed flock(1) on Redis: run a command while holding a lock that \
+Redisson (Java) and ferrolock clients in Python, Node.js, C and Rust respect.";
+
+pub(crate) const EXAMPLES: &str = "\
+Examples:
+  ferrolock run nightly-report -- ./report.sh --full    # wait as long as it takes
+  ferrolock run -n deploy -- make deploy                 # give up at once if busy (exit 1)
+  ferrolock --url redis://:secret@redis:6379 status deploy --json
+  ferrolock unlock --force deploy
+  FERROLOCK_SENTINEL_PASSWORD=... ferrolock --url redis+sentinel://s1,s2,s3/mymaster \\
+      run nightly-report -- ./report.sh
+  ferrolock --url redis://a:6379 --url redis://b:6379 --url redis://c:6379 \\
+      run nightly-report -- ./report.sh                 # a Redlock over three masters
+
+The Redis URL is --url, else $REDIS_URL, else redis://127.0.0.1:6379. It is one of
+  redis://[user:password@]host[:port][/db]          one server (rediss:// for TLS)
+  redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>]
+                                                    the master the sentinels name
+                                                    (rediss+sentinel:// for TLS)
+  redis+cluster://[user:password@]host:port[,host:port...]
+                                                    a cluster (rediss+cluster:// for TLS)
+A Sentinel URL's user and password are the data nodes'. The sentinels' own password
+is read from $FERROLOCK_SENTINEL_PASSWORD: there is no option for it, since other
+users on the machine can see a command line.
+
+Several URLs (--url repeated, or comma-separated in one value or in $REDIS_URL) are
+independent masters, one client each: run takes a Redlock over them (a majority,
+N/2 + 1; --all: every one, a MultiLock), status shows the lock on each, unlock --force
+breaks it on each. A master that does not answer counts against the quorum. There is
+no fencing token over several masters (--fenced is refused). Redlock is not safe when
+a master restarts without persistence before the lease ran out (restart it only
+after the longest lease, or run it with appendonly yes + appendfsync always), when a
+server clock jumps forward, or when the holder pauses longer than the lease.
+
+Logs are off unless $RUST_LOG asks for them (a tracing filter, e.g. RUST_LOG=ferrolock=info):
+reconnects and resubscribes at info, renewals that failed and lost holds at warn,
+connection details at debug; on stderr, never with a password. Every connection is
+named ferrolock:<client id>[:<app name>] (--app-name, else $FERROLOCK_APP_NAME), so
+CLIENT LIST on the server tells which process holds which connection.";
+
+#[derive(Parser)]
+#[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
+pub(crate) struct Cli {
+    /// Redis URL: redis://[user:password@]host[:port][/db] (rediss:// for TLS),
+    /// redis+sentinel://[user:password@]host:port[,host:port...]/<master name>[/<db>] or
+    /// redis+cluster://[user:password@]host:port[,host:port...] (see below)
+    /// [default: $REDIS_URL, else redis://127.0.0.1:6379]. Repeat it (or separate URLs
+    /// by commas) for several independent masters: a Redlock over them (see below)
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Vec<String>,
+
+    /// Sentinel only: the user name for the sentinels themselves (the URL's user and
+    /// password are the data nodes'). Their password comes from
+    /// $FERROLOCK_SENTINEL_PASSWORD, never from an option: other users can see a command line
+    #[arg(long, global = true, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub(crate) sentinel_username: Option<String>,
+
+    /// Sentinel only: do not wait for a replica to acknowledge the acquire [default: wait,
+    /// and exit 76 when no replica acknowledged it within --replica-ack-timeout]
+    #[arg(long, global = true)]
+    pub(crate) no_replica_ack: bool,
+
+    /// Sentinel only: how long an acquire waits for a replica to acknowledge it, in
+    /// seconds (0.001 to 600) [default: 1]
+    #[arg(long, global = true, value_name = "SECS", value_parser = parse_replica_ack_timeout,
+          allow_negative_numbers = true, conflicts_with = "no_replica_ack")]
+    pub(crate) replica_ack_timeout: Option<Duration>,
+
+    /// Names this process's Redis connections `ferrolock:<client id>:NAME` (CLIENT SETNAME),
+    /// so that CLIENT LIST tells which application holds which connection: 1 to 64 of
+    /// A-Z a-z 0-9 . _ - [default: $FERROLOCK_APP_NAME; without it `ferrolock:<client id>`]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) app_name: Option<String>,
+
+    /// Refused with a pointer to $FERROLOCK_SENTINEL_PASSWORD (hidden: only there so
+    /// that the mistake gets a useful message).
+    #[arg(long, global = true, hide = true, value_name = "PASSWORD")]
+    pub(crate) sentinel_password: Option<String>,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    Run(RunArgs),
+    Status(StatusArgs),
+    Unlock(UnlockArgs),
+    Demo(DemoArgs),
+}
+
+pub(crate) const RUN_HELP: &str = "\
+While waiting on a terminal, a status line shows the holder (with its host, pid
+and command when it is a ferrolock run) and its lease: \"held, lease renewed\" while
+a watchdog keeps renewing it, a countdown for an explicit lease; nothing is printed
+when stderr is not a terminal (as in cron). While holding, ferrolock stores its
+host, pid and command beside the lock (Redisson ignores it) for `status` to show,
+kept as long as the hold and removed with it.
+
+While CMD runs, the lock is renewed by a watchdog (or kept for the --lease) and
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to ferrolock are passed
+to CMD (signals from the terminal reach CMD directly and are not sent twice). The
+same signals received while still waiting stop the wait: exit 128+N, nothing held.
+If the lock is lost while CMD runs (expired, force-unlocked, Redis lost it), CMD
+gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
+If the lock cannot be released when CMD ends (Redis down or refusing, after a few
+seconds of retries), ferrolock says so on stderr with how long the lock may stay
+held (until its lease ends) and CMD's exit status, and exits 74.
+Behind Sentinel (a redis+sentinel:// URL), an acquire also waits until a replica
+has the lock (--replica-ack-timeout, 1 s by default): when none acknowledged it,
+the acquire is undone, CMD does not run and ferrolock exits 76 (retrying is safe);
+--no-replica-ack turns this off.
+
+With several URLs (--url repeated, or comma-separated in $REDIS_URL), the lock is a
+Redlock over those independent masters, one client each: it is held once a
+majority of them (N/2 + 1) is, within the lease minus the time spent acquiring,
+and lost (CMD gets SIGTERM, exit 75) once fewer than that are still held. --all
+needs every master (a MultiLock). A master that does not answer counts against the
+quorum: with 1 of 3 down CMD still runs (with a warning on stderr), with 2 of 3
+down (or any with --all) ferrolock exits 69 without running it. No fencing token:
+--fenced takes one URL. Redlock's limits: a master restarted without persistence
+before the lease ran out comes back empty and lets a second holder in (restart it
+only after the longest lease, or run it with appendonly yes + appendfsync always);
+a server clock jumping forward, or a pause longer than the lease, shortens the hold.
+
+Examples:
+  ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
+  ferrolock run backup -c 'pg_dump app > /srv/app.sql'   # a shell command, like flock -c
+  ferrolock run --wait 30 -E 0 cron-job -- ./job.sh   # skip quietly if busy for 30 s
+  ferrolock run --fenced ledger -- sh -c 'write --fence \"$FERROLOCK_TOKEN\"'
+  ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min
+  ferrolock run --url redis://a --url redis://b --url redis://c job -- ./job.sh   # Redlock";
+
+/// Run CMD while holding lock NAME; exit with CMD's status.
+#[derive(Args)]
+#[command(
+    override_usage = "ferrolock run [OPTIONS] <NAME> [--] <CMD> [ARGS]...\n       ferrolock run [OPTIONS] <NAME> -c <SHELL_COMMAND>",
+    after_help = format!("{RUN_HELP}\n\n{}", exit::TABLE)
+)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) url: UrlArgs,
+
+    /// Lock name (the Redis key; Redisson's RLock/RFencedLock of the same name excludes it too)
+    pub(crate) name: OsString,
+
+    /// Give up after waiting SECS (fractions allowed; 0 = try once) [default: wait forever]
+    #[arg(short, long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
+    pub(crate) wait: Option<Duration>,
+
+    /// Do not wait: the same as --wait 0
+    #[arg(short = 'n', long, conflicts_with = "wait")]
+    pub(crate) nonblock: bool,
+
+    /// Hold the lock at most SECS, with no renewal: if CMD runs longer it loses the lock
+    /// (exit 75) [default: renewed by the watchdog for as long as CMD runs]
+    #[arg(long, value_name = "SECS", value_parser = parse_lease, allow_negative_numbers = true)]
+    pub(crate) lease: Option<Duration>,
+
+    /// Lease of the watchdog-renewed lock, renewed every third of it: how long the lock
+    /// outlives a crashed or cut-off ferrolock [default: 30]
+    #[arg(long, value_name = "SECS", value_parser = parse_watchdog, allow_negative_numbers = true, conflicts_with = "lease")]
+    pub(crate) watchdog: Option<Duration>,
+
+    /// Take the lock as a fenced lock: CMD gets its fencing token (strictly increasing
+    /// per lock name) in FERROLOCK_TOKEN. One URL only: a Redlock has no token
+    #[arg(long)]
+    pub(crate) fenced: bool,
+
+    /// With several URLs: take the lock on every one of them (a MultiLock) instead of a
+    /// majority (a Redlock); any master down then fails the run (exit 69)
+    #[arg(long, conflicts_with = "fenced")]
+    pub(crate) all: bool,
+
+    /// Exit status when the lock was not acquired within --wait
+    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::CONFLICT as u8)]
+    pub(crate) conflict_exit_code: u8,
+
+    /// After the lock is lost and CMD got SIGTERM, send SIGKILL if it still runs after SECS
+    /// [default: wait for CMD however long it takes]
+    #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
+    pub(crate) kill_after: Option<Duration>,
+
+    /// Run SHELL_COMMAND with `sh -c` instead of CMD, like `flock -c` (CMD and -c exclude each other)
+    #[arg(short = 'c', long = "command", value_name = "SHELL_COMMAND", conflicts_with = "command")]
+    pub(crate) shell: Option<OsString>,
+
+    /// The command to run and its arguments (put them after `--` when they start with `-`)
+    #[arg(value_name = "CMD", required_unless_present = "shell", num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub(crate) command: Vec<OsString>,
+}
+
+/// Show whether lock NAME is held, by whom, for how long still, and who waits.
+#[derive(Args)]
+#[command(after_help = "\
+Shows: held or free; each holder (owner field <client-id>:<holder-id>) with its
+hold count; the remaining lease; the number of clients subscribed to the lock's
+release channel (each client with at least one waiter counts once); the last
+fencing token handed out for NAME; a holder that stored who it is (a `ferrolock run`
+stores its host, pid and command) is shown with it. Exits 0 whether the lock is held
+or free; with --check, 0 when held and 1 when free, so a script can test it:
+  if ferrolock status --check deploy >/dev/null; then echo busy; fi
+Errors keep their codes either way (69 unreachable, 77 refused by an ACL, ...).
+
+With several URLs (a Redlock's masters), it shows that for each server, headed by
+its URL (password masked), after a line saying on how many it is held; a server
+that cannot be read shows its error, and the exit status is then that error's
+(69 when unreachable). With --check it is 0 when held on a majority (N/2 + 1), 1
+when free on enough servers that no majority can hold it, and the first error's
+code when the servers that answered cannot tell. --json then prints
+  {\"name\": \"deploy\", \"locked_on\": 2, \"servers\": [{\"url\": \"redis://a:6379\",
+   \"locked\": true, ...the fields below...}, {\"url\": \"redis://c:6379\", \"error\": \"...\"}]}
+
+--json prints one line:
+  {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1,
+   \"info\": {\"host\": \"web1\", \"pid\": 4242, \"cmd\": \"./deploy.sh\", \"renewed\": true}}],
+   \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
+remaining_lease_ms is null when the lock is free and -1 when it has no expiry;
+last_token is null when NAME was never taken as a fenced lock; a holder's info is
+null when it stored none, an object when it stored a JSON object (as `ferrolock run`
+does: renewed is false under --lease), its text otherwise.
+
+Examples:
+  ferrolock status deploy
+  ferrolock status deploy --json | jq .holders
+  ferrolock status --check deploy >/dev/null; echo $?   # 0 held, 1 free")]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub(crate) url: UrlArgs,
+
+    /// Lock name
+    pub(crate) name: OsString,
+
+    /// Print the status as JSON (see below)
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Exit status for scripts: 0 when the lock is held, 1 when it is free (errors keep
+    /// their codes: 69 unreachable, ...). The status is still printed
+    #[arg(long)]
+    pub(crate) check: bool,
+}
+
+/// Break lock NAME whoever holds it, and wake its waiters.
+#[derive(Args)]
+#[command(after_help = "\
+The holder loses the lock: a `ferrolock run` holder sends SIGTERM to its command
+and exits 75; other ferrolock and Redisson clients report the hold as lost. Prints
+`unlocked NAME` or `NAME was not locked` and exits 0 either way. With several URLs
+it unlocks NAME on each (`unlocked NAME on URL`), and exits with the first failure's
+status if a server could not be reached.
+
+Example:
+  ferrolock status deploy && ferrolock unlock --force deploy")]
+pub(crate) struct UnlockArgs {
+    #[command(flatten)]
+    pub(crate) url: UrlArgs,
+
+    /// Lock name
+    pub(crate) name: OsString,
+
+    /// Required: confirms that the current holder may lose the lock mid-work
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Watch workers in several languages hand a lock over on Redis.
+#[derive(Args)]
+#[command(after_help = "\
+Uses --url or $REDIS_URL when given; otherwise starts a scratch redis-server of its own.
+The workers connect with the URL alone: the Sentinel options are not used here.
+
+The workers are those of the repository this binary was built from (an installed
+`cargo install --path cli` binary too), built by `bash scripts/build.sh` with
+FERROLOCK_PROFILE set to this binary's profile (release for an installed one);
+when something is missing the demo lists it with that command before starting.
+`bash scripts/demo.sh` builds everything and runs the demo.
+
+The end shows the table, the hand-off times, the checks (no lost update, fencing
+tokens in order), one line per term, a timeline of who held the lock (one row per
+language, one character per time slice) and a histogram of the waits.
+
+Example:
+  ferrolock demo --seconds 5")]
+pub(crate) struct DemoArgs {
+    #[command(flatten)]
+    pub(crate) url: UrlArgs,
+
+    /// How long the demo runs, in seconds (1 to 3600)
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) seconds: u64,
+
+    /// Directory with the worker launchers [default: tests/workers of the repository this binary was built from]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workers: Option<PathBuf>,
+
+    /// Keep the workers' section logs (DIR/<n>-<language>.log, one line per critical
+    /// section: TOKEN WAIT_FROM_NS ACQUIRED_NS RELEASED_NS) and the counter file in DIR
+    #[arg(long, value_name = "DIR")]
+    pub(crate) logs: Option<PathBuf>,
+}
+
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let max = ferrolock::validate::MAX_DURATION.as_secs();
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && (0.0..=max as f64).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("give a number of seconds from 0 to {max} (7 days), like 5 or 0.5")),
+    }
+}
+
+pub(crate) fn parse_wait(text: &str) -> Result<Duration, String> {
+    parse_seconds(text)
+}
+
+pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
+    match parse_seconds(text)? {
+        lease if lease < ferrolock::validate::MIN_LEASE => Err("a lease must be at least 0.001 s".to_string()),
+        lease => Ok(lease),
+    }
+}
+
+pub(crate) fn parse_replica_ack_timeout(text: &str) -> Result<Duration, String> {
+    // The client's range: WAIT takes whole milliseconds, and 10 min is already no answer.
+    const MAX: Duration = Duration::from_secs(600);
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.001 && secs <= MAX.as_secs_f64() => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("give a number of seconds from 0.001 to 600, like 1 or 0.25".to_string()),
+    }
+}
+
+pub(crate) fn parse_watchdog(text: &str) -> Result<Duration, String> {
+    // The client's lower bound: renewing every 10 ms is already a lot of traffic.
+    match parse_seconds(text)? {
+        lease if lease < Duration::from_millis(30) => Err("the watchdog lease must be at least 0.03 s".to_string()),
+        lease => Ok(lease),
+    }
+}
+
+/// `--url` after the subcommand. Not a global option: clap would let the values after
+/// the subcommand replace those before it, and several URLs must add up.
+#[derive(Args)]
+pub(crate) struct UrlArgs {
+    /// Redis URL (see `ferrolock --help`); repeat it for several independent masters
+    /// (a Redlock). Adds to the --url given before the subcommand
+    #[arg(long = "url", value_name = "URL")]
+    pub(crate) urls: Vec<String>,
+}
+
+/// Parses the command line; usage errors exit 2 with the `ferrolock:` prefix.
+pub(crate) fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if err.use_stderr() => {
+            let text = err.render().to_string();
+            match text.strip_prefix("error: ") {
+                Some(rest) => eprint!("ferrolock: {rest}"),
+                None => eprint!("{text}"),
+            }
+            std::process::exit(exit::USAGE);
+        }
+        Err(err) => err.exit(), // --help, --version
+    }
+}
+
