@@ -1,15 +1,21 @@
 //! `Client`: one core client (connection, pub/sub, watchdog), native part of
-//! `ferrolock.Client` and `ferrolock.aio.Client`.
+//! `ferrolock.Client` and `ferrolock.aio.Client`; re-created lazily in a forked child.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ferrolock::{ClientBuilder, LockKind, LockOptions};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::call::twin_methods;
-use crate::errors::{seconds, PyResultExt};
+use crate::errors::{client_closed, seconds, PyResultExt};
 use crate::lock::Holder;
-use crate::runtime::Local;
+use crate::runtime::{runtime, Local};
 
 /// The settings of `Client.connect`, as Python gave them (None: the core's default).
+/// Kept by the client: a forked child connects again with them.
+#[derive(Clone)]
 struct Settings {
     watchdog_timeout: Option<f64>,
     response_timeout: Option<f64>,
@@ -20,11 +26,12 @@ struct Settings {
     sentinel_password: Option<String>,
     replica_ack: Option<bool>,
     replica_ack_timeout: Option<f64>,
+    app_name: Option<String>,
 }
 
 /// The core builder for `url` with `s`. Errors name the setting, never the URL
 /// or a password (the core's URL errors do not echo the URL either).
-fn builder(url: &str, s: Settings) -> PyResult<ClientBuilder> {
+fn builder(url: &str, s: &Settings) -> PyResult<ClientBuilder> {
     let mut b = ClientBuilder::new(url);
     if let Some(d) = seconds(s.watchdog_timeout, "watchdog_timeout")? {
         b = b.watchdog_timeout(d);
@@ -42,11 +49,11 @@ fn builder(url: &str, s: Settings) -> PyResult<ClientBuilder> {
         // Range-checked (0 to 0.5) by the core when connecting: InvalidArgumentError.
         b = b.drift_factor(f);
     }
-    if let Some(user) = s.sentinel_username {
-        b = b.sentinel_username(user);
+    if let Some(user) = &s.sentinel_username {
+        b = b.sentinel_username(user.clone());
     }
-    if let Some(password) = s.sentinel_password {
-        b = b.sentinel_password(password);
+    if let Some(password) = &s.sentinel_password {
+        b = b.sentinel_password(password.clone());
     }
     if let Some(on) = s.replica_ack {
         b = b.replica_ack(on);
@@ -55,25 +62,94 @@ fn builder(url: &str, s: Settings) -> PyResult<ClientBuilder> {
         // Range-checked (1 ms to 600 s) by the core when connecting.
         b = b.replica_ack_timeout(d);
     }
+    if let Some(app) = &s.app_name {
+        // Checked by the core when connecting (1 to 64 of [A-Za-z0-9._-]).
+        b = b.app_name(app.clone());
+    }
     Ok(b)
+}
+
+/// What a `Client` and its holders share: the core client of the current process,
+/// and what it takes to connect again in a forked child (the parent's core client
+/// cannot run there: its threads and sockets stayed in the parent).
+pub(crate) struct Shared {
+    url: String,
+    settings: Settings,
+    current: Mutex<Local<ferrolock::Client>>,
+    closed: AtomicBool,
+}
+
+impl Shared {
+    /// The core client of this process: the one made here, or, in a forked child, a
+    /// new one (connected on first use, with the GIL released; it holds nothing the
+    /// parent held). ClientClosedError once closed.
+    pub(crate) fn client(&self, py: Python<'_>) -> PyResult<ferrolock::Client> {
+        self.check_open()?;
+        {
+            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            if !current.is_foreign() {
+                return Ok(ferrolock::Client::clone(&current));
+            }
+        }
+        // Locked again with the GIL released: another thread of the child may be
+        // connecting and needs the GIL to finish.
+        py.detach(|| {
+            let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            if !current.is_foreign() {
+                return Ok(ferrolock::Client::clone(&current));
+            }
+            let rt = runtime()?;
+            let client = rt.block_on(builder(&self.url, &self.settings)?.connect()).py()?;
+            crate::logs::ensure_delivery();
+            tracing::debug!(client = %client.id(), "ferrolock client connected again in a forked child");
+            // The parent's client is skipped, not dropped (Local): nothing of it runs here.
+            *current = Local::new(client.clone());
+            Ok(client)
+        })
+    }
+
+    /// The core client if it belongs to this process (no connecting), else None.
+    pub(crate) fn here(&self) -> Option<ferrolock::Client> {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        (!current.is_foreign()).then(|| ferrolock::Client::clone(&current))
+    }
+
+    pub(crate) fn check_open(&self) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(client_closed());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) || self.here().is_some_and(|c| c.is_closed())
+    }
+}
+
+fn histogram<'py>(py: Python<'py>, h: &ferrolock::Histogram) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bounds", h.bounds.clone())?;
+    d.set_item("counts", h.counts.clone())?;
+    d.set_item("sum", h.sum)?;
+    d.set_item("count", h.count)?;
+    Ok(d)
 }
 
 /// A connection to one Redis deployment (native part of `ferrolock.Client` and
 /// `ferrolock.aio.Client`). Create it with `Client.connect` or `Client.connect_async`.
 #[pyclass(module = "ferrolock._native", frozen)]
 pub(crate) struct Client {
-    inner: Local<ferrolock::Client>,
+    shared: Arc<Shared>,
 }
 
 impl Client {
-    fn wrap(client: ferrolock::Client) -> Client {
-        Client { inner: Local::new(client) }
+    fn wrap(client: ferrolock::Client, url: String, settings: Settings) -> Client {
+        let current = Mutex::new(Local::new(client));
+        Client { shared: Arc::new(Shared { url, settings, current, closed: AtomicBool::new(false) }) }
     }
 
-    /// Usable only in the process that created it (fork: raises InvalidArgumentError).
-    fn live(&self) -> PyResult<&ferrolock::Client> {
-        self.inner.check_process().py()?;
-        Ok(&self.inner)
+    fn id_now(&self) -> String {
+        self.shared.current.lock().unwrap_or_else(|p| p.into_inner()).id().to_string()
     }
 }
 
@@ -85,16 +161,17 @@ twin_methods! {
             /// `ferrolock.Client`); `sentinel_username` / `sentinel_password` are the
             /// sentinels' own credentials; `replica_ack` / `replica_ack_timeout` make an
             /// acquire behind Sentinel wait for a replica (NotReplicatedError if none
-            /// acknowledges in time).
+            /// acknowledges in time); `app_name` ends every connection's name
+            /// (`ferrolock:<client id>:<app name>`).
             #[staticmethod]
             #[pyo3(signature = (
                 url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None,
                 drift_factor=None, sentinel_username=None, sentinel_password=None, replica_ack=None,
-                replica_ack_timeout=None
+                replica_ack_timeout=None, app_name=None
             ))]
             #[allow(clippy::too_many_arguments)]
             fn connect | connect_async (
-                url: &str,
+                url: String,
                 watchdog_timeout: Option<f64>,
                 response_timeout: Option<f64>,
                 connect_timeout: Option<f64>,
@@ -103,9 +180,10 @@ twin_methods! {
                 sentinel_username: Option<String>,
                 sentinel_password: Option<String>,
                 replica_ack: Option<bool>,
-                replica_ack_timeout: Option<f64>
+                replica_ack_timeout: Option<f64>,
+                app_name: Option<String>
             ) -> Client {
-                let b = builder(url, Settings {
+                let settings = Settings {
                     watchdog_timeout,
                     response_timeout,
                     connect_timeout,
@@ -115,14 +193,18 @@ twin_methods! {
                     sentinel_password,
                     replica_ack,
                     replica_ack_timeout,
-                })?;
-                async move { b.connect().await.map(Client::wrap) }
+                    app_name,
+                };
+                let b = builder(&url, &settings)?;
+                async move { b.connect().await.map(|c| Client::wrap(c, url, settings)) }
             }
 
             /// Releases every lock this client holds, stops the watchdog and closes the
-            /// connections. Later calls fail. A no-op in a forked child.
+            /// connections. Later calls raise ClientClosedError; closing again does
+            /// nothing. In a forked child it closes the child's own connection, if any.
             fn close | close_async (&self) -> () {
-                let client = (!self.inner.is_foreign()).then(|| self.inner.clone());
+                self.shared.closed.store(true, Ordering::SeqCst);
+                let client = self.shared.here();
                 async move {
                     match client {
                         Some(c) => c.shutdown().await,
@@ -132,16 +214,24 @@ twin_methods! {
             }
         }
 
-        /// This client's id (a UUID v4): the first half of every owner field it writes.
+        /// This client's id (a UUID v4): the first half of every owner field it
+        /// writes. In a forked child, the child's own client's once it connected.
         #[getter]
-        fn id(&self) -> &str {
-            self.inner.id()
+        fn id(&self) -> String {
+            self.id_now()
         }
 
         /// The lease of watchdog-renewed locks, in seconds.
         #[getter]
         fn watchdog_timeout(&self) -> f64 {
-            self.inner.config().watchdog_timeout.as_secs_f64()
+            let current = self.shared.current.lock().unwrap_or_else(|p| p.into_inner());
+            current.config().watchdog_timeout.as_secs_f64()
+        }
+
+        /// True once `close` was called (or the core client shut down).
+        #[getter]
+        fn closed(&self) -> bool {
+            self.shared.is_closed()
         }
 
         /// A new holder of lock `name`, a lock of `kind` ("reentrant", "fenced"): its
@@ -149,26 +239,54 @@ twin_methods! {
         /// uses that id (holders with the same id on one client share their hold:
         /// hand-over between threads or tasks).
         #[pyo3(signature = (name, kind="reentrant", holder_id=None))]
-        fn holder(&self, name: &str, kind: &str, holder_id: Option<u64>) -> PyResult<Holder> {
-            let client = self.live()?;
+        fn holder(&self, py: Python<'_>, name: &str, kind: &str, holder_id: Option<u64>) -> PyResult<Holder> {
+            let client = self.shared.client(py)?;
             let kind: LockKind = kind.parse().py()?;
-            let holder_id = Some(holder_id.unwrap_or_else(|| client.new_holder_id()));
-            let lock = client.lock_with(name, LockOptions { holder_id, ..LockOptions::kind(kind) }).py()?;
-            Ok(Holder::new(lock, client.clone()))
+            let id = holder_id.unwrap_or_else(|| client.new_holder_id());
+            let lock = client.lock_with(name, LockOptions { holder_id: Some(id), ..LockOptions::kind(kind) }).py()?;
+            Ok(Holder::single(lock, self.shared.clone(), name.to_string(), kind, holder_id))
         }
 
         /// Number of lock channels this client's pub/sub connection is subscribed to.
         fn subscribed_channels(&self) -> PyResult<usize> {
-            Ok(self.live()?.subscribed_channels())
+            self.shared.check_open()?;
+            Ok(self.shared.here().map_or(0, |c| c.subscribed_channels()))
         }
 
         /// Number of locks this client currently holds.
         fn held_count(&self) -> PyResult<usize> {
-            Ok(self.live()?.held_count())
+            self.shared.check_open()?;
+            Ok(self.shared.here().map_or(0, |c| c.held_count()))
+        }
+
+        /// A snapshot of this client's metrics, as a dict (see `ferrolock.Metrics`;
+        /// the histograms `wait` and `hold` as dicts of `bounds`, `counts`, `sum`, `count`).
+        fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+            let m = self.shared.client(py)?.metrics();
+            let d = PyDict::new(py);
+            d.set_item("client_id", &m.client_id)?;
+            d.set_item("acquired", m.acquired)?;
+            d.set_item("not_acquired", m.not_acquired)?;
+            d.set_item("failed", m.failed)?;
+            d.set_item("cancelled", m.cancelled)?;
+            d.set_item("wait", histogram(py, &m.wait)?)?;
+            d.set_item("hold", histogram(py, &m.hold)?)?;
+            d.set_item("holds_now", m.holds_now)?;
+            d.set_item("waiters_now", m.waiters_now)?;
+            d.set_item("renewals", m.renewals)?;
+            d.set_item("renewal_failures", m.renewal_failures)?;
+            d.set_item("losses", m.losses)?;
+            d.set_item("reconnects", m.reconnects)?;
+            Ok(d)
+        }
+
+        /// This client's metrics in the Prometheus text exposition format (the core's rendering).
+        fn metrics_text(&self, py: Python<'_>) -> PyResult<String> {
+            Ok(self.shared.client(py)?.metrics().to_prometheus())
         }
 
         fn __repr__(&self) -> String {
-            format!("<ferrolock._native.Client id={}>", self.inner.id())
+            format!("<ferrolock._native.Client id={}>", self.id_now())
         }
     }
 }

@@ -10,8 +10,12 @@ use pyo3::types::PyType;
 
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyType>> {
+fn class_named<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     let module = ERRORS_MODULE.get_or_try_init(py, || py.import("ferrolock._errors").map(Bound::unbind))?;
+    Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
+}
+
+fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyType>> {
     let name = match kind {
         ErrorKind::NotAcquired => "LockTimeoutError",
         ErrorKind::NotOwner => "NotOwnedError",
@@ -21,11 +25,23 @@ fn error_class<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyT
         ErrorKind::InvalidArgument => "InvalidArgumentError",
         ErrorKind::PermissionDenied => "PermissionDeniedError",
         ErrorKind::NotReplicated => "NotReplicatedError",
-        // Cancelled (the client was closed under a waiting call), Internal, and
-        // anything a later core adds: the base class, with the core's message.
+        // Cancelled, Internal, and anything a later core adds: the base class,
+        // with the core's message and code.
+        ErrorKind::ClientClosed => "ClientClosedError",
         _ => "LockError",
     };
-    Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
+    class_named(py, name)
+}
+
+/// The message of ClientClosedError (the core's, for calls the binding refuses itself).
+const CLOSED: &str = "the ferrolock client is closed; create a new client";
+
+/// ClientClosedError, for a call on a client that was closed.
+pub(crate) fn client_closed() -> PyErr {
+    Python::attach(|py| match class_named(py, "ClientClosedError").and_then(|class| class.call1((CLOSED,))) {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(e) => e,
+    })
 }
 
 /// The Python exception for a core error, where the caller holds the GIL. Its

@@ -5,12 +5,15 @@
 //! Python API (`ferrolock.Client`, `ferrolock.Lock`, `ferrolock.aio`) is a small
 //! Python layer (python/ferrolock/) over the two classes here:
 //!
-//! * `Client` (client.rs): one core client (connection, pub/sub, watchdog).
+//! * `Client` (client.rs): one core client (connection, pub/sub, watchdog), made
+//!   again with the same settings on first use in a forked child.
 //! * `Holder` (lock.rs): one core lock handle = one holder (one owner field), or
 //!   a core multi-lock over member holders (`Holder.multi`: Redlock, MultiLock).
 //!   The Python layer maps (lock object, thread) and (lock object, asyncio task)
 //!   to holders; a multi-lock's holder for a thread or task is made from its
-//!   members' holders for that same thread or task. Dropping a `Holder` that holds does not release: the core client
+//!   members' holders for that same thread or task. In a forked child a holder
+//!   makes itself again on the child's client (holding nothing). Dropping a
+//!   `Holder` that holds does not release: the core client
 //!   keeps the hold until it is released, its explicit lease ends, or the client
 //!   shuts down (`close`, or the last `Client`/`Holder` of it dropped).
 //!
@@ -26,11 +29,15 @@
 //!   guard and `quiesce` (at exit).
 //! * call.rs: most methods exist as a blocking call `x` and its asyncio twin
 //!   `x_async`; `twin_methods!` writes both from one body, a `Call`.
+//! * logs.rs: the core's `tracing` events to Python's `logging` (logger
+//!   "ferrolock" and its children), filtered without the GIL and delivered by a
+//!   thread of their own.
 
 mod call;
 mod client;
 mod errors;
 mod lock;
+mod logs;
 mod runtime;
 
 use pyo3::prelude::*;
@@ -43,5 +50,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::Holder>()?;
     m.add_class::<lock::UndoOnCancel>()?;
     m.add_function(wrap_pyfunction!(runtime::quiesce, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::install_log_bridge, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::sync_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::stop_log_bridge, m)?)?;
     Ok(())
 }

@@ -4,41 +4,106 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, ErrorKind, Quorum};
+use ferrolock::{AcquireOptions, ErrorKind, LockKind, LockOptions, Quorum};
 use pyo3::prelude::*;
 
 use crate::call::{twin_methods, Call};
+use crate::client::Shared;
 use crate::errors::{seconds, PyResultExt};
 use crate::runtime::{self, InPython, Local};
 
+/// What a holder is, so that a forked child can make it again on its own client.
+enum Spec {
+    One {
+        client: Arc<Shared>,
+        name: String,
+        kind: LockKind,
+        /// The holder id the caller chose (None: a fresh one from the client).
+        holder_id: Option<u64>,
+    },
+    Multi { members: Vec<Py<Holder>>, quorum: Quorum },
+}
+
 /// One holder of one lock (native part of `ferrolock.Lock` / `ferrolock.aio.Lock`).
 /// Re-entrant: the holder may acquire again and must release as often.
+///
+/// In a forked child the parent's core lock cannot run: the holder makes itself
+/// again on first use, on the child's client (a new owner field, holding nothing),
+/// and keeps its on-lost callback.
 #[pyclass(module = "ferrolock._native", frozen)]
 pub(crate) struct Holder {
-    lock: Local<ferrolock::Lock>,
-    client: Local<ferrolock::Client>,
+    bound: Mutex<Local<ferrolock::Lock>>,
+    spec: Spec,
+    on_lost: Mutex<Option<ferrolock::LostCallback>>,
 }
 
 impl Holder {
-    pub(crate) fn new(lock: ferrolock::Lock, client: ferrolock::Client) -> Holder {
-        Holder { lock: Local::new(lock), client: Local::new(client) }
+    pub(crate) fn single(
+        lock: ferrolock::Lock,
+        client: Arc<Shared>,
+        name: String,
+        kind: LockKind,
+        holder_id: Option<u64>,
+    ) -> Holder {
+        Holder::new(lock, Spec::One { client, name, kind, holder_id })
     }
 
-    /// Usable only in the process that created it (fork: raises InvalidArgumentError).
-    fn live(&self) -> PyResult<&ferrolock::Lock> {
-        self.client.check_process().py()?;
-        Ok(&self.lock)
+    fn new(lock: ferrolock::Lock, spec: Spec) -> Holder {
+        Holder { bound: Mutex::new(Local::new(lock)), spec, on_lost: Mutex::new(None) }
     }
 
-    /// A copy of the handle (the same holder) for a call to own.
+    fn bound(&self) -> std::sync::MutexGuard<'_, Local<ferrolock::Lock>> {
+        self.bound.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The core lock if it belongs to this process (no rebinding).
+    fn here(&self) -> Option<ferrolock::Lock> {
+        let bound = self.bound();
+        (!bound.is_foreign()).then(|| ferrolock::Lock::clone(&bound))
+    }
+
+    /// ClientClosedError if its client (a multi-lock: any member's) was closed.
+    fn check_open(&self) -> PyResult<()> {
+        match &self.spec {
+            Spec::One { client, .. } => client.check_open(),
+            Spec::Multi { members, .. } => members.iter().try_for_each(|m| m.get().check_open()),
+        }
+    }
+
+    /// A copy of the handle (the same holder) for a call to own; made again on the
+    /// child's client after a fork.
     fn handle(&self) -> PyResult<ferrolock::Lock> {
-        self.live().cloned()
+        self.check_open()?;
+        if let Some(lock) = self.here() {
+            return Ok(lock);
+        }
+        let lock = match &self.spec {
+            Spec::One { client, name, kind, holder_id } => {
+                let client = Python::attach(|py| client.client(py))?;
+                let id = holder_id.unwrap_or_else(|| client.new_holder_id());
+                client.lock_with(name, LockOptions { holder_id: Some(id), ..LockOptions::kind(*kind) }).py()?
+            }
+            Spec::Multi { members, quorum } => {
+                let locks = members.iter().map(|m| m.get().handle()).collect::<PyResult<Vec<_>>>()?;
+                ferrolock::Lock::multi(locks, *quorum).py()?
+            }
+        };
+        let mut bound = self.bound();
+        if !bound.is_foreign() {
+            return Ok(ferrolock::Lock::clone(&bound)); // another thread was first
+        }
+        lock.set_on_lost(self.on_lost.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        *bound = Local::new(lock.clone());
+        Ok(lock)
     }
 }
 
 fn options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
     Ok(AcquireOptions { wait: seconds(wait, "timeout")?, lease: seconds(lease, "lease")? })
 }
+
+/// `Holder.status()` as Python gets it (see there).
+type Status = (String, Vec<(String, u64, Option<String>)>, Option<f64>, u64, Option<u64>);
 
 fn lease_seconds(d: Option<Duration>) -> Option<f64> {
     d.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_secs_f64() })
@@ -189,6 +254,49 @@ twin_methods! {
                 let lock = self.handle()?;
                 async move { lock.force_unlock().await }
             }
+
+            /// Adds `by` seconds to what is left of this holder's explicit lease; returns
+            /// the seconds left now. NotOwnedError if it holds nothing, LockLostError if
+            /// its hold was lost, InvalidArgumentError for a watchdog-renewed hold.
+            fn extend | extend_async (&self, by: f64) -> f64 {
+                let by = seconds(Some(by), "additional")?.unwrap_or_default();
+                let lock = self.handle()?;
+                async move { lock.extend(by).await.map(|d| d.as_secs_f64()) }
+            }
+
+            /// Replaces what is left of this holder's explicit lease with `lease`
+            /// seconds; returns it. Errors as `extend`.
+            fn set_lease | set_lease_async (&self, lease: f64) -> f64 {
+                let lease = seconds(Some(lease), "additional")?.unwrap_or_default();
+                let lock = self.handle()?;
+                async move { lock.set_lease(lease).await.map(|d| d.as_secs_f64()) }
+            }
+
+            /// Resets this holder's explicit lease to the one its hold was taken with;
+            /// returns it in seconds. Errors as `extend`.
+            fn reacquire | reacquire_async (&self) -> f64 {
+                let lock = self.handle()?;
+                async move { lock.reacquire().await.map(|d| d.as_secs_f64()) }
+            }
+
+            /// Leaves `info` (<= 1024 bytes; None removes it) beside this holder's hold,
+            /// shown by `status`. NotOwnedError if it does not hold the lock.
+            fn set_holder_info | set_holder_info_async (&self, info: Option<String>) -> () {
+                let lock = self.handle()?;
+                async move { lock.set_holder_info(info.as_deref()).await }
+            }
+
+            /// The lock as the server sees it: `(name, [(owner, count, info)],
+            /// remaining lease in seconds or None (inf: no expiry), subscribed clients,
+            /// last fencing token or None)`. InvalidArgumentError for a multi-lock.
+            fn status | status_async (&self) -> Status {
+                let lock = self.handle()?;
+                async move {
+                    let s = lock.status().await?;
+                    let holders: Vec<_> = s.holders.into_iter().map(|h| (h.owner, h.count, h.info)).collect();
+                    Ok((s.name, holders, lease_seconds(s.remaining_lease), s.subscribers, s.last_token))
+                }
+            }
         }
 
         /// A multi-lock over the holders `members` (single locks, usually one name on
@@ -210,88 +318,94 @@ twin_methods! {
             };
             let locks = members.iter().map(|m| m.get().handle()).collect::<PyResult<Vec<_>>>()?;
             let lock = ferrolock::Lock::multi(locks, quorum).py()?;
-            // Not empty (checked by the core): the fork check follows the first member's client.
-            let client = ferrolock::Client::clone(&members[0].get().client);
-            Ok(Holder::new(lock, client))
+            let members = members.into_iter().map(Bound::unbind).collect();
+            Ok(Holder::new(lock, Spec::Multi { members, quorum }))
         }
 
         /// A multi-lock: how many of its members it needs (None for a single lock).
         #[getter]
         fn quorum(&self) -> Option<usize> {
-            self.lock.quorum().map(|q| q.of(self.lock.members().len()))
+            let bound = self.bound();
+            bound.quorum().map(|q| q.of(bound.members().len()))
         }
 
-        /// This holder's hold count as known locally (no round-trip).
+        /// This holder's hold count as known locally (no round-trip; 0 in a forked
+        /// child until it acquires there).
         fn local_hold_count(&self) -> u32 {
-            self.lock.local_hold_count()
+            self.here().map_or(0, |l| l.local_hold_count())
         }
 
         /// True if this holder's latest hold was lost (until it acquires again).
         #[getter]
         fn lost(&self) -> bool {
-            self.lock.is_lost()
+            self.here().is_some_and(|l| l.is_lost())
         }
 
         /// Why this holder's latest hold was lost, or None.
         #[getter]
         fn lost_reason(&self) -> Option<String> {
-            self.lock.lost_error().map(|e| e.message().to_string())
+            self.here().and_then(|l| l.lost_error()).map(|e| e.message().to_string())
         }
 
         /// Fencing token of this holder's current hold (fenced locks), or None.
         #[getter]
         fn token(&self) -> Option<u64> {
-            self.lock.token()
+            self.here().and_then(|l| l.token())
         }
 
         /// The lock name (a multi-lock: its members' names joined by ",").
         #[getter]
-        fn name(&self) -> &str {
-            self.lock.name()
+        fn name(&self) -> String {
+            self.bound().name().to_string()
         }
 
         /// The owner field this holder writes: `<client id>:<holder id>`.
         #[getter]
-        fn owner(&self) -> &str {
-            self.lock.owner()
+        fn owner(&self) -> String {
+            self.bound().owner().to_string()
         }
 
         /// The lock's kind, by name: "reentrant" or "fenced".
         #[getter]
         fn kind(&self) -> &'static str {
-            self.lock.kind().as_str()
+            self.bound().kind().as_str()
         }
 
         /// True for fenced locks.
         #[getter]
         fn fenced(&self) -> bool {
-            self.lock.is_fenced()
+            self.bound().is_fenced()
         }
 
-        /// Calls `callback(message)` from a background thread whenever a hold of this
-        /// holder is lost; None removes it. Exceptions it raises are reported as unraisable.
+        /// Calls `callback(message, reason)` from a background thread whenever a hold
+        /// of this holder is lost (`message`: the full LockLostError message, `reason`:
+        /// why alone); None removes it. Exceptions it raises are reported as unraisable.
         #[pyo3(signature = (callback))]
         fn set_on_lost(&self, callback: Option<Py<PyAny>>) -> PyResult<()> {
-            let lock = self.live()?;
             let callback = callback.map(|cb| -> ferrolock::LostCallback {
                 let cb = Arc::new(cb);
                 Arc::new(move |event: &ferrolock::LostEvent| {
                     let _busy = InPython::enter();
                     let message = event.error.message().to_string();
+                    let reason = event.reason.clone();
                     // Not while the interpreter is shutting down.
                     let _ = Python::try_attach(|py| {
-                        if let Err(e) = cb.call1(py, (message,)) {
+                        if let Err(e) = cb.call1(py, (message, reason)) {
                             e.write_unraisable(py, None);
                         }
                     });
                 })
             });
-            lock.set_on_lost(callback);
+            *self.on_lost.lock().unwrap_or_else(|p| p.into_inner()) = callback.clone();
+            if let Some(lock) = self.here() {
+                lock.set_on_lost(callback);
+            }
             Ok(())
         }
 
         fn __repr__(&self) -> String {
-            format!("<ferrolock._native.Holder name={:?} owner={}>", self.lock.name(), self.lock.owner())
+            let bound = self.bound();
+            format!("<ferrolock._native.Holder name={:?} owner={}>", bound.name(), bound.owner())
         }
     }
 }

@@ -26,6 +26,7 @@ def test_hierarchy() -> None:
         ferrolock.InvalidArgumentError,
         ferrolock.PermissionDeniedError,
         ferrolock.NotReplicatedError,
+        ferrolock.ClientClosedError,
     ):
         assert issubclass(cls, ferrolock.LockError)
         assert getattr(ferrolock.aio, cls.__name__) is cls
@@ -50,6 +51,7 @@ def test_codes() -> None:
         ferrolock.InvalidArgumentError: "ERR_INVALID_ARGUMENT",
         ferrolock.PermissionDeniedError: "ERR_PERMISSION",
         ferrolock.NotReplicatedError: "ERR_NOT_REPLICATED",
+        ferrolock.ClientClosedError: "ERR_CLIENT_CLOSED",
     }
     for cls, code in codes.items():
         assert cls.code == code, cls
@@ -163,9 +165,9 @@ def test_not_owned_and_closed_client(url: str, name: str) -> None:
     assert info.value.code == "ERR_NOT_OWNER"
     assert lock.acquire()
     client.close()  # releases what the client holds
-    with pytest.raises(ferrolock.LockError) as closed:
+    with pytest.raises(ferrolock.ClientClosedError) as closed:
         lock.acquire()
-    assert closed.value.code == "ERR_CANCELLED"  # raised as the base class, with its kind's code
+    assert closed.value.code == "ERR_CLIENT_CLOSED"
     with ferrolock.Client(url) as other:
         assert not other.lock(name).locked()
 

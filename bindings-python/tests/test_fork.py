@@ -1,58 +1,41 @@
-"""fork(): a client made in the parent fails clearly in the child (never hangs);
-a client made in the child works."""
+"""fork(): a client made before os.fork() works in the child (it connects again
+there, holding nothing the parent held); the parent's holds are unaffected. Lock
+objects made before the fork work in the child too, on the child's connection."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
 import os
 import select
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 import ferrolock
+import ferrolock.aio
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # "process is multi-threaded, fork() may deadlock"
 
 
-def _child(url: str, parent_client: ferrolock.Client, parent_lock: ferrolock.Lock, name: str) -> dict[str, object]:
-    report: dict[str, object] = {}
-    try:
-        parent_lock.locked()
-        report["parent_client"] = "worked"
-    except ferrolock.InvalidArgumentError as e:
-        report["parent_client"] = f"InvalidArgumentError: {e}"
-    try:
-        parent_client.lock(name + ":other")
-        report["parent_lock_call"] = "worked"
-    except ferrolock.InvalidArgumentError:
-        report["parent_lock_call"] = "InvalidArgumentError"
-    with ferrolock.Client(url, watchdog_timeout=1.5) as child_client:
-        mine = child_client.lock(name)
-        report["child_sees_parent_hold"] = not mine.acquire(blocking=False)
-        other = child_client.lock(name + ":child")
-        with other:
-            report["child_lock_owned"] = other.owned()
-        report["child_lock_free_after"] = not other.locked()
-    return report
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # "process is multi-threaded, fork() may deadlock"
-def test_fork(url: str, client: ferrolock.Client, name: str) -> None:
-    lock = client.lock(name)
-    lock.acquire()
+def _in_child(body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Runs ``body`` in a forked child and returns its report (never returns into pytest there)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # child: never return into pytest
+    if pid == 0:
         code = 1
         try:
             os.close(read_end)
-            report = _child(url, client, lock, name)
-            os.write(write_end, json.dumps(report).encode())
+            os.write(write_end, json.dumps(body()).encode())
             code = 0
         finally:
             os._exit(code)
     os.close(write_end)
     try:
-        ready, _, _ = select.select([read_end], [], [], 30)
+        ready, _, _ = select.select([read_end], [], [], 60)
         assert ready, "the child hung"
         data = b""
         while chunk := os.read(read_end, 65536):
@@ -69,15 +52,123 @@ def test_fork(url: str, client: ferrolock.Client, name: str) -> None:
                 os.waitpid(pid, 0)
                 pytest.fail("the child did not exit")
             time.sleep(0.01)
-    assert os.waitstatus_to_exitcode(status) == 0
-    report = json.loads(data)
-    parent_client = report["parent_client"]
-    assert parent_client.startswith("InvalidArgumentError") and "fork" in parent_client
-    assert report["parent_lock_call"] == "InvalidArgumentError"
-    assert report["child_sees_parent_hold"] is True
-    assert report["child_lock_owned"] is True
-    assert report["child_lock_free_after"] is True
-    # The parent's client is unaffected.
-    assert lock.owned()
+    assert os.waitstatus_to_exitcode(status) == 0, data
+    report: dict[str, Any] = json.loads(data)
+    return report
+
+
+def test_client_made_before_fork_works_in_the_child(client: ferrolock.Client, name: str) -> None:
+    lock = client.lock(name)
+    lock.acquire()
+    spare = client.lock(name + ":spare")  # made before the fork, used only in the child
+    parent_id = client.id
+    parent_owner_count = lock.hold_count()
+
+    def child() -> dict[str, Any]:
+        report: dict[str, Any] = {
+            # Nothing the parent held is the child's (before and after it connects).
+            "held_before": client.held_count(),
+            "owned": lock.owned(),
+            "locked": lock.locked(),
+        }
+        report["id_changed"] = client.id != parent_id
+        report["try_parent_lock"] = lock.acquire(blocking=False)
+        with spare:
+            report["spare_owned"] = spare.owned()
+            report["held_inside"] = client.held_count()
+        new = client.lock(name + ":child")
+        with new.hold(timeout=5):
+            report["new_owned"] = new.owned()
+        report["held_after"] = client.held_count()
+        client.close()
+        try:
+            client.lock(name)
+        except ferrolock.ClientClosedError:
+            report["closed_after_close"] = True
+        return report
+
+    report = _in_child(child)
+    assert report == {
+        "held_before": 0,
+        "owned": False,
+        "locked": True,
+        "id_changed": True,
+        "try_parent_lock": False,
+        "spare_owned": True,
+        "held_inside": 1,
+        "new_owned": True,
+        "held_after": 0,
+        "closed_after_close": True,
+    }
+    # The parent's client and hold are unaffected, by the child's use or its close.
+    assert client.id == parent_id and not client.closed
+    assert lock.owned() and lock.hold_count() == parent_owner_count
+    assert client.held_count() == 1
     lock.release()
     assert not lock.locked()
+    assert not spare.locked()
+
+
+def _mp_worker(client: ferrolock.Client, lock: ferrolock.Lock, name: str, queue: Any) -> None:
+    """Runs in a multiprocessing child (fork start method): the client and lock come from the parent."""
+    got = lock.acquire(blocking=False)
+    with client.lock(name + ":mp"):
+        queue.put((os.getpid(), client.id, got, client.held_count()))
+
+
+def test_multiprocessing_fork(client: ferrolock.Client, name: str) -> None:
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    lock = client.lock(name)
+    lock.acquire()
+    procs = [ctx.Process(target=_mp_worker, args=(client, lock, name, queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        results = [queue.get(timeout=60) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(30)
+    assert [p.exitcode for p in procs] == [0, 0]
+    ids = {r[1] for r in results}
+    assert len(ids) == 2 and client.id not in ids  # each child connected on its own
+    assert all(got is False and held == 1 for _pid, _id, got, held in results)
+    assert lock.owned()
+    lock.release()
+
+
+def test_asyncio_client_made_before_fork(url: str, name: str) -> None:
+    client = asyncio.run(ferrolock.aio.Client.connect(url, watchdog_timeout=1.5))
+
+    async def hold_in_parent() -> ferrolock.aio.Lock:
+        lock = client.lock(name, holder_id=7)  # one holder for every task: released by another run below
+        await lock.acquire()
+        return lock
+
+    parent_lock = asyncio.run(hold_in_parent())
+
+    def child() -> dict[str, Any]:
+        async def main() -> dict[str, Any]:
+            mine = client.lock(name + ":child")
+            async with mine:
+                owned = await mine.owned()
+            return {
+                "parent_lock_locked": await parent_lock.locked(),
+                "owned": owned,
+                "sees_parent_hold": not await client.lock(name).acquire(blocking=False),
+            }
+
+        report = asyncio.run(main())
+        asyncio.run(client.close())
+        return report
+
+    try:
+        assert _in_child(child) == {"parent_lock_locked": True, "owned": True, "sees_parent_hold": True}
+
+        async def release() -> None:
+            assert client.held_count() == 1 and await parent_lock.owned()
+            await parent_lock.release()
+
+        asyncio.run(release())
+    finally:
+        asyncio.run(client.close())

@@ -43,8 +43,18 @@ keeps the lock until :meth:`Client.close`, and their ``on_lost`` still fires.
         ...
     redlock.close()
 
-Log records go to the ``logging`` logger ``"ferrolock"`` (lost locks, and
-threads or tasks that end while holding, are reported there as warnings).
+Log records go to the ``logging`` logger ``"ferrolock"`` and its children by
+module (the core's events: reconnects at INFO, renewal failures and lost locks
+at WARNING, connect details at DEBUG; threads or tasks that end while holding are
+warnings on ``"ferrolock"``).
+
+Conveniences: ``@client.synchronized(name, timeout=...)`` runs a function
+holding a lock; ``lock.lost_event`` (and ``await lock.wait_lost()`` in
+:mod:`ferrolock.aio`) signals a lost hold; ``lock.extend()`` /
+``lock.reacquire()`` change an explicit lease; ``lock.status()``,
+``client.metrics()`` and ``client.metrics_text()`` show what the locks do. A
+client made before ``os.fork()`` works in the child (it connects again there);
+a closed one raises :class:`ClientClosedError`.
 """
 
 # The package: this facade; _client.py, _lock.py and _multi.py (each concept's
@@ -61,17 +71,40 @@ from . import _errors, _native
 from ._client import Client
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import logger
-from ._lock import Lock, OnLost
+from ._client import Synchronized
+from ._lock import Lock, LostEvent, OnLost
 from ._multi import MultiLock, RedLock
+from ._status import Histogram, HolderEntry, LockStatus, Metrics
 
-__all__ = ["Client", "Lock", "MultiLock", "OnLost", "RedLock", "logger"]
+__all__ = [
+    "Client",
+    "Histogram",
+    "HolderEntry",
+    "Lock",
+    "LockStatus",
+    "LostEvent",
+    "Metrics",
+    "MultiLock",
+    "OnLost",
+    "RedLock",
+    "Synchronized",
+    "logger",
+]
 __all__ += _errors.__all__
 
 __version__ = "0.1.0"
 
 # Shown as ferrolock.Client / ferrolock.Lock, where they have always been.
-Client.__module__ = Lock.__module__ = RedLock.__module__ = MultiLock.__module__ = __name__
+for _cls in (Client, Lock, RedLock, MultiLock, LostEvent, HolderEntry, LockStatus, Histogram, Metrics):
+    _cls.__module__ = __name__
+del _cls
 
 # Background threads may still be handing a result or a callback to Python when
 # the program ends; let them leave the interpreter before it finalizes.
 atexit.register(_native.quiesce, 2.0)
+
+# The core's log events (reconnects, renewal failures, losses, ...) go to the
+# logging logger "ferrolock" and its children; their delivery thread stops at exit
+# before quiesce (atexit runs the later registration first).
+_native.install_log_bridge()
+atexit.register(_native.stop_log_bridge)

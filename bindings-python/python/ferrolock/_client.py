@@ -3,12 +3,22 @@ share (:class:`_ClientBase`), and the blocking :class:`Client`."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar
 
 from . import _native
+from ._args import check_number, check_seconds
 from ._holds import _HeldLocks, logger
 from ._lock import Lock, OnLost
 from ._scope import _Scoped
+from ._status import Metrics
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_R_co = TypeVar("_R_co", covariant=True)
+_LockT_co = TypeVar("_LockT_co", covariant=True)
 
 _CONNECT_OPTIONS = (
     "url",
@@ -21,6 +31,7 @@ _CONNECT_OPTIONS = (
     "sentinel_password",
     "replica_ack",
     "replica_ack_timeout",
+    "app_name",
 )
 """The arguments of :class:`Client` and :meth:`ferrolock.aio.Client.connect`, as
 the native ``connect`` and ``connect_async`` take them."""
@@ -28,8 +39,45 @@ the native ``connect`` and ``connect_async`` take them."""
 
 def _connect_options(arguments: dict[str, Any]) -> dict[str, Any]:
     """The native connect's keyword arguments, picked from ``arguments``: the
-    ``locals()`` of :class:`Client` or :meth:`ferrolock.aio.Client.connect`."""
-    return {name: arguments[name] for name in _CONNECT_OPTIONS}
+    ``locals()`` of :class:`Client` or :meth:`ferrolock.aio.Client.connect`,
+    checked for types (TypeError naming the argument). Also picks up the level of
+    logger ``"ferrolock"`` for the log bridge now."""
+    options = {name: arguments[name] for name in _CONNECT_OPTIONS}
+    if not isinstance(options["url"], str):
+        raise TypeError(f"url must be a str, not {type(options['url']).__name__}")
+    check_seconds(options["watchdog_timeout"], "watchdog_timeout", warn_long=True)
+    for name in ("response_timeout", "connect_timeout", "retry_window", "replica_ack_timeout"):
+        check_seconds(options[name], name)
+    check_number(options["drift_factor"], "drift_factor")
+    if not isinstance(options["replica_ack"], bool):
+        raise TypeError(f"replica_ack must be a bool, not {type(options['replica_ack']).__name__}")
+    for name in ("sentinel_username", "sentinel_password", "app_name"):
+        if options[name] is not None and not isinstance(options[name], str):
+            raise TypeError(f"{name} must be a str or None, not {type(options[name]).__name__}")
+    _native.sync_log_level()
+    return options
+
+
+class Synchronized(Protocol[_P, _R_co, _LockT_co]):
+    """A function wrapped by ``client.synchronized(name)``: called like the
+    function, it runs while holding :attr:`lock`. Has the function's name, doc
+    string and ``__wrapped__`` (``functools.wraps``)."""
+
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[..., object]
+
+    @property
+    def lock(self) -> _LockT_co:
+        """The lock it holds while it runs (``lock.token`` inside, for a fenced lock)."""
+        ...
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
+
+
+def _check_hold_options(timeout: float | None, lease: float | None) -> None:
+    check_seconds(timeout, "timeout", warn_long=True)
+    check_seconds(lease, "lease", warn_long=True)
 
 
 class _ClientBase:
@@ -62,6 +110,24 @@ class _ClientBase:
     def held_count(self) -> int:
         """Number of locks this client currently holds."""
         return self._native.held_count()
+
+    @property
+    def closed(self) -> bool:
+        """True once the client was closed: every call then raises
+        :class:`ClientClosedError`."""
+        return self._native.closed
+
+    def metrics(self) -> Metrics:
+        """A snapshot of this client's metrics (:class:`ferrolock.Metrics`):
+        acquires by outcome, wait-time and hold-time histograms, holds and waiters
+        now, renewals and their failures, losses, reconnects."""
+        return Metrics._from_native(self._native.metrics())
+
+    def metrics_text(self) -> str:
+        """The same snapshot in the Prometheus text exposition format (metric names
+        ``ferrolock_*``, label ``client="<id>"``), to serve from your own
+        ``/metrics`` endpoint."""
+        return self._native.metrics_text()
 
     def __repr__(self) -> str:
         return f"<{self._PUBLIC_NAME} id={self.id}>"
@@ -98,15 +164,19 @@ class Client(_ClientBase, _Scoped):
     raises :class:`NotReplicatedError` (retrying is safe). This narrows the window
     in which a failover loses a lock just taken; replication stays asynchronous,
     so it cannot close it. ``replica_ack=False`` skips the wait. Both are ignored
-    outside Sentinel. Bad types raise :class:`TypeError`, bad values
+    outside Sentinel. ``app_name`` (1 to 64 of ``[A-Za-z0-9._-]``) names every
+    connection ``ferrolock:<client id>:<app name>`` (without it
+    ``ferrolock:<client id>``), as ``CLIENT LIST`` shows. Bad types raise :class:`TypeError`, bad values
     :class:`InvalidArgumentError`, naming the argument; passwords never appear in
     messages, logs or ``repr``.
 
     Use it as a context manager, or call :meth:`close` when done: the client
     keeps every hold that is not released (even of a garbage-collected lock
     object or of a thread that ended) until then. A client made before
-    ``os.fork()`` raises :class:`InvalidArgumentError` in the child: make a new
-    client there.
+    ``os.fork()`` works in the child: its first call there connects again (with
+    the same settings; a new client id), holding nothing the parent held; the
+    parent's holds are unaffected. Once closed, every call raises
+    :class:`ClientClosedError`.
     """
 
     _PUBLIC_NAME = "ferrolock.Client"
@@ -124,16 +194,17 @@ class Client(_ClientBase, _Scoped):
         sentinel_password: str | None = None,
         replica_ack: bool = True,
         replica_ack_timeout: float = 1.0,
+        app_name: str | None = None,
     ) -> None:
         super().__init__(_native.Client.connect(**_connect_options(locals())))
-        logger.debug("ferrolock client %s connected", self._native.id)
 
     def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """A re-entrant lock on ``name`` (1 to 4096 bytes).
 
-        ``on_lost(lock)`` is called from a background thread when a hold of this
-        lock object is lost. With ``holder_id``, every thread using this object
-        acts as the one holder ``<client id>:<holder_id>`` (hand-over cases).
+        ``on_lost(lock, reason)`` (or ``on_lost(lock)``) is called from a background
+        thread when a hold of this lock object is lost; inside it ``lock.lost`` is
+        True. With ``holder_id``, every thread using this object acts as the one
+        holder ``<client id>:<holder_id>`` (hand-over cases).
         """
         return Lock(self, name, kind="reentrant", on_lost=on_lost, holder_id=holder_id)
 
@@ -142,15 +213,58 @@ class Client(_ClientBase, _Scoped):
         increasing :attr:`Lock.token` (Redisson ``RFencedLock`` compatible)."""
         return Lock(self, name, kind="fenced", on_lost=on_lost, holder_id=holder_id)
 
+    def synchronized(
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        lease: float | None = None,
+        fenced: bool = False,
+    ) -> Callable[[Callable[_P, _R]], Synchronized[_P, _R, Lock]]:
+        """A decorator that runs the function while holding lock ``name`` (pottery's
+        ``synchronize``)::
+
+            @client.synchronized("reports:nightly", timeout=5.0)
+            def nightly() -> None: ...
+
+        Each call acquires (waiting at most ``timeout`` seconds; None waits as long
+        as it takes, 0 tries once) and releases when the function returns or
+        raises. Not acquired in time: :class:`LockTimeoutError` (the function does
+        not run). ``lease`` (seconds) as in :meth:`Lock.acquire`; ``fenced=True``
+        takes a fenced lock (``wrapped.lock.token`` inside). One lock object per
+        decorated function: re-entrant within a thread, so the function may
+        recurse. For ``async def`` functions use
+        :meth:`ferrolock.aio.Client.synchronized` (TypeError here).
+        """
+        _check_hold_options(timeout, lease)
+        lock = self.fenced_lock(name) if fenced else self.lock(name)
+
+        def decorate(fn: Callable[_P, _R]) -> Synchronized[_P, _R, Lock]:
+            if inspect.iscoroutinefunction(fn):
+                raise TypeError(
+                    f"{fn.__qualname__} is an async function: use ferrolock.aio.Client.synchronized for it"
+                )
+
+            @functools.wraps(fn)
+            def synchronized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+                with lock.hold(timeout=timeout, lease=lease):
+                    return fn(*args, **kwargs)
+
+            synchronized.lock = lock  # type: ignore[attr-defined]
+            wrapped: Synchronized[_P, _R, Lock] = synchronized  # type: ignore[assignment]
+            return wrapped
+
+        return decorate
+
     def close(self) -> None:
         """Releases every lock this client still holds (including holds left by
         ended threads and dropped lock objects), stops the watchdog and closes the
-        connections. Later calls raise :class:`LockError`."""
+        connections. Later calls raise :class:`ClientClosedError`; closing again
+        does nothing."""
         try:
             self._native.close()
         finally:
             self._held.clear()
-        logger.debug("ferrolock client %s closed", self._native.id)
 
     def _exit(self) -> None:
         self.close()

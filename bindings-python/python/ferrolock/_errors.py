@@ -15,16 +15,16 @@ __all__ = [
     "InvalidArgumentError",
     "PermissionDeniedError",
     "NotReplicatedError",
+    "ClientClosedError",
 ]
 
 
 class LockError(Exception):
-    """Base class of every ferrolock error; also raised as is for internal errors
-    and for calls on a closed client.
+    """Base class of every ferrolock error; also raised as is for internal errors.
 
     ``code`` is a stable identifier of the kind of error (``"ERR_NOT_OWNER"``, ...):
-    each subclass has its own; on a :class:`LockError` raised as is it tells
-    ``"ERR_INTERNAL"`` from ``"ERR_CANCELLED"`` (the client was closed under the call)."""
+    each subclass has its own; on a :class:`LockError` raised as is it is
+    ``"ERR_INTERNAL"`` (or the code of a kind a later version adds)."""
 
     code: str = "ERR_INTERNAL"
 
@@ -85,8 +85,18 @@ class NotReplicatedError(LockError):
     code = "ERR_NOT_REPLICATED"
 
 
+class ClientClosedError(LockError):
+    """A call on a client that was closed (``client.close()``, leaving its ``with``
+    block), or on a lock object made from it: ``client.lock()``, acquire,
+    release, queries, and acquires that were waiting when it closed. Make a new
+    client."""
+
+    code = "ERR_CLIENT_CLOSED"
+
+
 for _cls in (
     LockError,
+    ClientClosedError,
     NotOwnedError,
     LockLostError,
     LockTimeoutError,

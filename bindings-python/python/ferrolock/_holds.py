@@ -34,6 +34,13 @@ class _HeldLocks:
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._locks: dict[object, set[_native.Holder]] = {}
+        _ALL.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's holds are not the child's (the child's
+        client holds nothing), and another thread may have held the mutex at fork."""
+        self._mutex = threading.Lock()
+        self._locks = {}
 
     def track(self, lock: object, holder: _native.Holder) -> None:
         """Keeps ``lock`` while ``holder`` holds; forgets it when no holder of it does."""
@@ -65,6 +72,18 @@ class _HeldLocks:
         """Forgets everything (the client closed: the core released or dropped every hold)."""
         with self._mutex:
             self._locks.clear()
+
+
+_ALL: weakref.WeakSet[_HeldLocks] = weakref.WeakSet()
+"""Every client's record, to reset in a forked child."""
+
+
+def _forget_parent_holds() -> None:
+    for held in list(_ALL):
+        held._after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_parent_holds)
 
 
 def _caller_ended(

@@ -7,17 +7,21 @@ client and name, the properties); and the blocking :class:`Lock`."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union
 
 from . import _native
+from ._args import check_seconds
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _caller_ended, _HeldLocks, logger
 from ._scope import _Scoped
+from ._status import LockStatus
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -26,12 +30,33 @@ if TYPE_CHECKING:
 
 _C = TypeVar("_C", bound="_ClientBase")
 
-OnLost = Callable[["Lock"], object]
-"""Type of an ``on_lost`` callback: called with the lock, from a background thread."""
+_L = TypeVar("_L")
+
+OnLostCallback = Union[Callable[[_L], object], Callable[[_L, str], object]]
+"""An ``on_lost`` callback for locks of type ``_L``: ``on_lost(lock, reason)``
+(or ``on_lost(lock)``, the older form), called from a background thread."""
+
+OnLost = OnLostCallback["Lock"]
+"""Type of an ``on_lost`` callback: ``on_lost(lock, reason)`` or ``on_lost(lock)``,
+called from a background thread when a hold is lost. ``reason`` says why (e.g.
+``"its lease (5000 ms) ran out before it was renewed or released"``); inside it,
+``lock.lost`` is True and ``lock.lost_event`` is set for the hold that was lost."""
+
+
+def _takes_reason(callback: Callable[..., object]) -> bool:
+    """True if ``callback`` takes (lock, reason); False for the older (lock) form."""
+    try:
+        inspect.signature(callback).bind(None, "")
+    except TypeError:
+        return False
+    except ValueError:  # no signature to inspect: assume the current form
+        return True
+    return True
 
 
 def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     """Translates threading's (blocking, timeout) into the core's wait bound."""
+    check_seconds(timeout, "timeout", warn_long=True)
     if not blocking:
         if timeout is not None and timeout != -1:
             raise InvalidArgumentError("can't specify a timeout for a non-blocking acquire")
@@ -41,16 +66,95 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
+class LostEvent(threading.Event):
+    """A :class:`threading.Event` set when the current hold of a lock object (of
+    the calling thread or task) is lost: ``lock.lost_event``. Cleared when that
+    caller starts a new hold. :attr:`reason` says why the hold was lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason: str | None = None
+        """Why the hold was lost (None while it is not)."""
+        self._mutex = threading.Lock()
+        self._generation = 0
+        """Counts the holds: a waiter of an earlier hold gets None."""
+        self._waiters: list[asyncio.Future[str | None]] = []
+
+    def _fire(self, reason: str) -> None:
+        """The hold was lost (from the core's background thread)."""
+        with self._mutex:
+            self.reason = reason
+            self.set()
+            waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            _resolve(future, reason)
+
+    def _begin(self) -> None:
+        """A new hold starts: clear, and let waiters of the earlier hold go."""
+        with self._mutex:
+            self.reason = None
+            self.clear()
+            self._generation += 1
+            waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            _resolve(future, None)
+
+    def _end(self) -> None:
+        """The hold was released: waiters get None."""
+        with self._mutex:
+            if self.is_set():
+                return
+            self._generation += 1
+            waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            _resolve(future, None)
+
+    async def _wait(self, generation: int) -> str | None:
+        """Waits until the hold of ``generation`` is lost (its reason) or ends (None)."""
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        with self._mutex:
+            if generation != self._generation:
+                return self.reason if self.is_set() else None
+            if self.is_set():
+                return self.reason
+            self._waiters.append(future)
+        try:
+            return await future
+        finally:
+            with self._mutex:
+                if future in self._waiters:
+                    self._waiters.remove(future)
+
+
+def _resolve(future: asyncio.Future[str | None], value: str | None) -> None:
+    """Completes ``future`` on its own loop (called from any thread)."""
+
+    def complete() -> None:
+        if not future.done():
+            future.set_result(value)
+
+    try:
+        future.get_loop().call_soon_threadsafe(complete)
+    except RuntimeError:
+        pass  # its loop is closed: nobody waits any more
+
+
+_reporting = threading.local()
+"""While an ``on_lost`` callback runs (on a background thread): the lock object and
+the slot whose hold was lost, so that ``lock.lost`` and friends answer for it."""
+
+
 class _Slot:
     """A caller's (thread's or task's) native holder, or the one shared holder of a
     ``holder_id``; for a multi-lock, also its members' holders for that same caller
     (in member order)."""
 
-    __slots__ = ("holder", "members")
+    __slots__ = ("holder", "members", "lost_event", "__weakref__")
 
     def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder] = ()) -> None:
         self.holder = holder
         self.members = tuple(members)
+        self.lost_event = LostEvent()
 
 
 class _Holdable:
@@ -72,11 +176,10 @@ class _Holdable:
     _probe: _native.Holder
     """Answers questions about the lock as a whole."""
 
-    def __init__(self, on_lost: Callable[[Self], object] | None) -> None:
+    def __init__(self, on_lost: OnLostCallback[Self] | None) -> None:
         self._init_callers()
-        self._on_lost = on_lost
+        self._on_lost: OnLostCallback[Any] | None = on_lost
         self._ref: weakref.ReferenceType[_Holdable] = weakref.ref(self)
-        self._dispatch = _lost_dispatcher(self._ref)
         self._shared: _Slot | None = None
         """The slot of every caller (``holder_id``), if any."""
         self._helds: tuple[_HeldLocks, ...] = ()
@@ -110,14 +213,45 @@ class _Holdable:
         slot = self._lookup(strict=True)
         if slot is None:
             holder, members = self._new_holder()
-            holder.set_on_lost(self._dispatch)
             slot = self._remember(holder, members)
+            holder.set_on_lost(_lost_dispatcher(self._ref, slot))
         return slot
+
+    def _current_slot(self) -> _Slot | None:
+        """The caller's slot if it has one (never makes it); inside ``on_lost``, the
+        slot whose hold was lost."""
+        reporting = getattr(_reporting, "lost", None)
+        if reporting is not None and reporting[0] is self:
+            slot: _Slot = reporting[1]
+            return slot
+        return self._shared if self._shared is not None else self._lookup(strict=False)
 
     def _current(self) -> _native.Holder | None:
         """The caller's holder if it has one (never makes it)."""
-        slot = self._shared if self._shared is not None else self._lookup(strict=False)
+        slot = self._current_slot()
         return None if slot is None else slot.holder
+
+    @property
+    def lost_event(self) -> LostEvent:
+        """A :class:`threading.Event`-like :class:`LostEvent`, set when the caller's
+        (thread's or task's) current hold through this object is lost, with the
+        reason in ``lost_event.reason``; cleared when the caller starts a new hold.
+        Check it, or ``wait()`` on it from another thread, to stop work that the
+        lock no longer protects."""
+        slot = self._current_slot()
+        return (slot if slot is not None else self._slot()).lost_event
+
+    def _before_acquire(self, slot: _Slot) -> bool:
+        """True if an acquire through ``slot`` would start a new hold."""
+        return slot.holder.local_hold_count() == 0
+
+    def _after_acquire(self, slot: _Slot, new_hold: bool, acquired: bool) -> None:
+        if new_hold and acquired:
+            slot.lost_event._begin()
+
+    def _after_release(self, slot: _Slot) -> None:
+        if slot.holder.local_hold_count() == 0:
+            slot.lost_event._end()
 
     def _track(self, slot: _Slot) -> None:
         """After an acquire or release through ``slot``: the clients keep the members
@@ -135,31 +269,48 @@ class _Holdable:
         for held in self._helds:
             held.settle(self)
 
-    def _notify_lost(self: Self) -> None:
-        if self._on_lost is not None:
-            self._on_lost(self)
+    def _notify_lost(self, reason: str) -> None:
+        callback = self._on_lost
+        if callback is None:
+            return
+        if _takes_reason(callback):
+            callback(self, reason)  # type: ignore[call-arg]
+        else:
+            callback(self)  # type: ignore[call-arg]
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
         """The error of a ``hold(timeout)`` that did not acquire in time."""
         raise NotImplementedError
 
 
-def _lost_dispatcher(ref: weakref.ReferenceType[_Holdable]) -> Callable[[str], None]:
-    """The native on-lost hook: logs the loss, lets the clients forget the lost
-    hold (:class:`ferrolock._holds._HeldLocks`) and calls the lock's ``on_lost``.
+def _lost_dispatcher(ref: weakref.ReferenceType[_Holdable], slot: _Slot) -> Callable[[str, str], None]:
+    """The native on-lost hook of ``slot``'s holder: sets its :class:`LostEvent`,
+    lets the clients forget the lost hold (:class:`ferrolock._holds._HeldLocks`)
+    and calls the lock's ``on_lost`` (with ``lock.lost`` answering for ``slot``).
+    The core logs the loss itself (a warning on a ``"ferrolock.*"`` logger).
 
-    Holds the lock object only weakly, so a lock object is not kept alive by its
-    own holders (while it holds, its clients keep it alive).
+    Holds the lock object and the slot only weakly, so that neither is kept alive
+    by its own holder (while it holds, its clients keep the lock object alive).
     """
+    event = slot.lost_event
+    slot_ref = weakref.ref(slot)
 
-    def dispatch(message: str) -> None:
-        logger.warning("%s", message)
+    def dispatch(message: str, reason: str) -> None:
+        lost = slot_ref()
+        # The caller may have started a new hold before this (delayed) report of
+        # the old one: the event belongs to the current hold.
+        if lost is None or lost.holder.lost:
+            event._fire(reason)
         lock = ref()
         if lock is None:
             return
         try:
             lock._settle()
-            lock._notify_lost()
+            _reporting.lost = None if lost is None else (lock, lost)
+            try:
+                lock._notify_lost(reason)
+            finally:
+                _reporting.lost = None
         except Exception:
             logger.exception("the on_lost callback of lock %r raised", lock.name)
 
@@ -203,10 +354,15 @@ class _ThreadHeld(_Holdable, _Scoped):
 
     def _acquire(self, blocking: bool, timeout: float | None, lease: float | None) -> bool:
         wait = _wait_seconds(blocking, timeout)
+        check_seconds(lease, "lease", warn_long=True)
         slot = self._slot()
+        new_hold = self._before_acquire(slot)
+        acquired = False
         try:
-            return slot.holder.acquire(wait, lease)
+            acquired = slot.holder.acquire(wait, lease)
+            return acquired
         finally:
+            self._after_acquire(slot, new_hold, acquired)
             self._track(slot)
 
     def _release(self) -> None:
@@ -214,6 +370,7 @@ class _ThreadHeld(_Holdable, _Scoped):
         try:
             slot.holder.release()
         finally:
+            self._after_release(slot)
             self._track(slot)
 
     @contextlib.contextmanager
@@ -233,6 +390,25 @@ class _ThreadHeld(_Holdable, _Scoped):
     def _exit(self) -> None:
         self._release()
 
+    def extend(self, additional: float, *, replace: bool = False) -> float:
+        """Adds ``additional`` seconds to what is left of the calling thread's
+        explicit lease (``replace=True``: sets what is left to ``additional``), as
+        redis-py's ``Lock.extend``. Returns the seconds left now.
+
+        :class:`NotOwnedError` if the thread holds nothing through this object,
+        :class:`LockLostError` if its hold was lost, :class:`InvalidArgumentError`
+        for a hold taken without a lease (the watchdog renews those) or a duration
+        out of range (1 ms to 7 days). A multi-lock extends every member it holds.
+        """
+        check_seconds(additional, "additional", warn_long=True)
+        holder = self._slot().holder
+        return holder.set_lease(additional) if replace else holder.extend(additional)
+
+    def reacquire(self) -> float:
+        """Resets the calling thread's explicit lease to the one it was taken with
+        (redis-py's ``Lock.reacquire``); returns it in seconds. Errors as :meth:`extend`."""
+        return self._slot().holder.reacquire()
+
 
 class _LockBase(_Holdable, Generic[_C]):
     """What :class:`Lock` and :class:`ferrolock.aio.Lock` share: one lock (one
@@ -248,7 +424,7 @@ class _LockBase(_Holdable, Generic[_C]):
         name: str,
         *,
         kind: str = "reentrant",
-        on_lost: Callable[[Self], object] | None = None,
+        on_lost: OnLostCallback[Self] | None = None,
         holder_id: int | None = None,
     ) -> None:
         """A lock object of ``client`` on ``name``, of the lock kind ``kind`` by
@@ -262,8 +438,8 @@ class _LockBase(_Holdable, Generic[_C]):
         # Validates the name and the kind now; answers questions about the lock as a whole.
         self._probe = self._native_client.holder(name, kind, holder_id)
         if holder_id is not None:
-            self._probe.set_on_lost(self._dispatch)
             self._shared = _Slot(self._probe)
+            self._probe.set_on_lost(_lost_dispatcher(self._ref, self._shared))
 
     def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
         return self._native_client.holder(self._probe.name, self._probe.kind, None), ()
@@ -363,3 +539,17 @@ class Lock(_LockBase["Client"], _ThreadHeld):
         """Deletes the lock whoever holds it and wakes a waiter. True if it was
         locked. The holder finds its hold lost (``on_lost``, :attr:`lost`)."""
         return self._probe.force_unlock()
+
+    def set_holder_info(self, info: str | None) -> None:
+        """Shows ``info`` (up to 1024 bytes; None removes it) next to the calling
+        thread's hold in :meth:`status` and ``ferrolock status`` (Redisson ignores
+        it). It expires with the lease as it is now: call again after the watchdog
+        renewed the lease to keep it. :class:`NotOwnedError` if the thread does not
+        hold the lock through this object."""
+        self._slot().holder.set_holder_info(info)
+
+    def status(self) -> LockStatus:
+        """The lock as the server sees it, in one round trip: holders (owner field,
+        hold count, info), seconds left on the lease, clients waiting on it and
+        the last fencing token (see :class:`LockStatus`)."""
+        return LockStatus._from_native(self._probe.status())

@@ -19,7 +19,7 @@ from . import _native
 from ._client import Client
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _HeldLocks
-from ._lock import Lock, _Holdable, _LockBase, _ThreadHeld
+from ._lock import Lock, OnLostCallback, _Holdable, _LockBase, _ThreadHeld
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -42,7 +42,7 @@ class _MultiLockBase(_Holdable, Generic[_M]):
     _OTHER_FLAVOUR: ClassVar[str]
     """The twin class to use for the other flavour of locks, for messages."""
 
-    def __init__(self, locks: Iterable[_M], *, on_lost: Callable[[Self], object] | None = None) -> None:
+    def __init__(self, locks: Iterable[_M], *, on_lost: OnLostCallback[Self] | None = None) -> None:
         members = self._check_members(locks)
         super().__init__(on_lost)
         self._members: tuple[_M, ...] = tuple(members)
@@ -155,7 +155,7 @@ class _BlockingMultiLock(_MultiLockBase[Lock], _ThreadHeld):
         urls: Iterable[str],
         name: str,
         *,
-        on_lost: Callable[[Self], object] | None = None,
+        on_lost: OnLostCallback[Self] | None = None,
         **client_options: Any,
     ) -> Self:
         """Connects one :class:`Client` per URL (one per independent Redis server,
@@ -235,7 +235,8 @@ class RedLock(_BlockingMultiLock):
     the same name: ``ferrolock.RedLock([a.lock("jobs"), b.lock("jobs"), c.lock("jobs")])``,
     or by :meth:`connect`. It behaves like a :class:`Lock`: re-entrant per
     (this object, thread) through its members' holders for that thread, ``with``,
-    :meth:`hold`, :attr:`lost` and ``on_lost(lock)`` (called from a background
+    :meth:`hold`, :attr:`lost`, :attr:`lost_event`, :meth:`extend` /
+    :meth:`reacquire`, and ``on_lost(lock, reason)`` (called from a background
     thread once fewer than the quorum of members are held), and no
     :attr:`token`.
 

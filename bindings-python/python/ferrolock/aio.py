@@ -34,28 +34,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import _errors, _native
-from ._client import _ClientBase, _connect_options
+from ._args import check_seconds
+from ._client import Synchronized, _check_hold_options, _ClientBase, _connect_options
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
-from ._lock import _Holdable, _LockBase, _Slot, _wait_seconds
+from ._lock import LostEvent, OnLostCallback, _Holdable, _LockBase, _Slot, _wait_seconds
 from ._multi import _MultiLockBase, _urls
 from ._scope import _AsyncScoped
+from ._status import LockStatus
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Client", "Lock", "MultiLock", "OnLost", "RedLock"]
+__all__ = ["Client", "Lock", "LostEvent", "MultiLock", "OnLost", "RedLock"]
 __all__ += _errors.__all__
 
-OnLost = Callable[["Lock"], object]
-"""Type of an ``on_lost`` callback: called with the lock, from a background thread
-(use ``loop.call_soon_threadsafe`` to get back to the event loop)."""
+OnLost = OnLostCallback["Lock"]
+"""Type of an ``on_lost`` callback: ``on_lost(lock, reason)`` or ``on_lost(lock)``,
+called from a background thread (use ``loop.call_soon_threadsafe`` to get back to
+the event loop, or await :meth:`Lock.wait_lost` instead)."""
 
 
 class Client(_ClientBase, _AsyncScoped):
@@ -78,6 +86,7 @@ class Client(_ClientBase, _AsyncScoped):
         sentinel_password: str | None = None,
         replica_ack: bool = True,
         replica_ack_timeout: float = 1.0,
+        app_name: str | None = None,
     ) -> Client:
         """Connects and checks that the server answers. See :class:`ferrolock.Client`
         for the URL forms (``redis://``, ``redis+sentinel://``, ``redis+cluster://``)
@@ -86,13 +95,13 @@ class Client(_ClientBase, _AsyncScoped):
         with ``replica_ack`` on, an acquire no replica acknowledged in time raises
         :class:`NotReplicatedError`."""
         native = await _native.Client.connect_async(**_connect_options(locals()))
-        logger.debug("ferrolock client %s connected (asyncio)", native.id)
         return cls(native)
 
     def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """A re-entrant lock on ``name``; holders are (this object, asyncio task).
 
-        ``on_lost(lock)`` is called from a background thread when a hold is lost.
+        ``on_lost(lock, reason)`` (or ``on_lost(lock)``) is called from a background
+        thread when a hold is lost (or await :meth:`Lock.wait_lost` in the task).
         With ``holder_id``, every task using this object acts as one holder.
         """
         return Lock(self, name, kind="reentrant", on_lost=on_lost, holder_id=holder_id)
@@ -101,14 +110,53 @@ class Client(_ClientBase, _AsyncScoped):
         """Like :meth:`lock`, for a fenced lock with strictly increasing tokens."""
         return Lock(self, name, kind="fenced", on_lost=on_lost, holder_id=holder_id)
 
+    def synchronized(
+        self,
+        name: str,
+        *,
+        timeout: float | None = None,
+        lease: float | None = None,
+        fenced: bool = False,
+    ) -> Callable[[Callable[_P, Awaitable[_R]]], Synchronized[_P, Coroutine[Any, Any, _R], Lock]]:
+        """A decorator for ``async def`` functions: each call runs while its task
+        holds lock ``name`` (see :meth:`ferrolock.Client.synchronized`)::
+
+            @client.synchronized("reports:nightly", timeout=5.0)
+            async def nightly() -> None: ...
+
+        Not acquired within ``timeout`` seconds (None: as long as it takes):
+        :class:`LockTimeoutError`, and the function does not run. Cancelling the
+        call while it waits leaves nothing held. A plain function raises TypeError.
+        """
+        _check_hold_options(timeout, lease)
+        lock = self.fenced_lock(name) if fenced else self.lock(name)
+
+        def decorate(fn: Callable[_P, Awaitable[_R]]) -> Synchronized[_P, Coroutine[Any, Any, _R], Lock]:
+            if not inspect.iscoroutinefunction(fn):
+                raise TypeError(
+                    f"{getattr(fn, '__qualname__', fn)!s} is not an async function: "
+                    "use ferrolock.Client.synchronized for it"
+                )
+
+            @functools.wraps(fn)
+            async def synchronized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+                async with lock.hold(timeout=timeout, lease=lease):
+                    return await fn(*args, **kwargs)
+
+            synchronized.lock = lock  # type: ignore[attr-defined]
+            wrapped: Synchronized[_P, Coroutine[Any, Any, _R], Lock] = synchronized  # type: ignore[assignment]
+            return wrapped
+
+        return decorate
+
     async def close(self) -> None:
         """Releases every lock this client still holds (including holds left by
-        ended tasks and dropped lock objects) and closes the connections."""
+        ended tasks and dropped lock objects) and closes the connections. Later
+        calls raise :class:`ClientClosedError`; closing again does nothing."""
         try:
             await self._native.close_async()
         finally:
             self._held.clear()
-        logger.debug("ferrolock client %s closed (asyncio)", self._native.id)
 
     async def _aexit(self) -> None:
         await self.close()
@@ -173,7 +221,9 @@ class _TaskHeld(_Holdable, _AsyncScoped):
 
     async def _acquire(self, blocking: bool, timeout: float | None, lease: float | None) -> bool:
         wait = _wait_seconds(blocking, timeout)
+        check_seconds(lease, "lease", warn_long=True)
         slot = self._slot()
+        new_hold = self._before_acquire(slot)
         future = slot.holder.acquire_async(wait, lease)
         try:
             acquired = await future
@@ -190,6 +240,7 @@ class _TaskHeld(_Holdable, _AsyncScoped):
             # A cancelled `future` gives its acquisition back by itself: nothing to track.
             if future.done() and not future.cancelled():
                 self._track(slot)
+        self._after_acquire(slot, new_hold, acquired)
         self._watch_task()
         return acquired
 
@@ -197,8 +248,28 @@ class _TaskHeld(_Holdable, _AsyncScoped):
         """Releases one level; the release runs to its end even if the awaiting
         task is cancelled (as the core's release does), and is tracked when it ends."""
         release = slot.holder.release_async()
-        release.add_done_callback(lambda _f: self._track(slot))
+
+        def released(_f: asyncio.Future[bool]) -> None:
+            self._after_release(slot)
+            self._track(slot)
+
+        release.add_done_callback(released)
         return asyncio.shield(release)
+
+    def wait_lost(self) -> Coroutine[Any, Any, str | None]:
+        """An awaitable of the current task's hold through this object: it gives
+        the reason once the hold is lost, or None once it is released (or a new
+        hold starts). Call it in the task that holds; await it there or anywhere
+        (``asyncio.create_task(lock.wait_lost())`` runs a watcher, to cancel the
+        work when the lock no longer protects it). :class:`NotOwnedError` if the
+        task holds nothing through this object (and its last hold was not lost)."""
+        slot = self._current_slot()
+        if slot is None or (slot.holder.local_hold_count() == 0 and not slot.lost_event.is_set()):
+            raise NotOwnedError(
+                f'{self._PUBLIC_NAME} "{self.name}": the current task holds nothing through this lock object'
+            )
+        event = slot.lost_event
+        return event._wait(event._generation)
 
     async def _release(self) -> None:
         try:
@@ -222,6 +293,19 @@ class _TaskHeld(_Holdable, _AsyncScoped):
 
     async def _aexit(self) -> None:
         await self._release()
+
+    async def extend(self, additional: float, *, replace: bool = False) -> float:
+        """Adds ``additional`` seconds to what is left of the current task's explicit
+        lease (``replace=True``: sets it); returns the seconds left now. See
+        :meth:`ferrolock.Lock.extend`."""
+        check_seconds(additional, "additional", warn_long=True)
+        holder = self._slot().holder
+        return await (holder.set_lease_async(additional) if replace else holder.extend_async(additional))
+
+    async def reacquire(self) -> float:
+        """Resets the current task's explicit lease to the one it was taken with;
+        returns it in seconds. See :meth:`ferrolock.Lock.reacquire`."""
+        return await self._slot().holder.reacquire_async()
 
 
 class Lock(_LockBase[Client], _TaskHeld):
@@ -270,6 +354,15 @@ class Lock(_LockBase[Client], _TaskHeld):
         """Deletes the lock whoever holds it and wakes a waiter. True if it was locked."""
         return await self._probe.force_unlock_async()
 
+    async def set_holder_info(self, info: str | None) -> None:
+        """Shows ``info`` next to the current task's hold in :meth:`status` (see
+        :meth:`ferrolock.Lock.set_holder_info`)."""
+        await self._slot().holder.set_holder_info_async(info)
+
+    async def status(self) -> LockStatus:
+        """The lock as the server sees it (see :meth:`ferrolock.Lock.status`)."""
+        return LockStatus._from_native(await self._probe.status_async())
+
 
 # ---------------------------------------------------------------------------
 # Multi-locks.
@@ -287,7 +380,7 @@ class _AsyncMultiLock(_MultiLockBase[Lock], _TaskHeld):
         urls: Iterable[str],
         name: str,
         *,
-        on_lost: Callable[[Self], object] | None = None,
+        on_lost: OnLostCallback[Self] | None = None,
         **client_options: Any,
     ) -> Self:
         """Connects one :class:`Client` per URL, concurrently (``client_options`` as

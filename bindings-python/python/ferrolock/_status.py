@@ -1,0 +1,125 @@
+"""What the status and metrics queries return: small frozen dataclasses built
+from the native extension's plain tuples and dicts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HolderEntry", "LockStatus", "Histogram", "Metrics"]
+
+
+@dataclass(frozen=True)
+class HolderEntry:
+    """One holder of a lock as the server sees it."""
+
+    owner: str
+    """The owner field: ``<client id>:<holder id>`` for ferrolock, ``<uuid>:<thread id>`` for Redisson."""
+    count: int
+    """How many times that holder has entered the lock."""
+    info: str | None = None
+    """The text the holder attached with ``lock.set_holder_info()``, if any."""
+
+
+@dataclass(frozen=True)
+class LockStatus:
+    """A lock at one moment, as the server sees it (``lock.status()``), what
+    ``ferrolock status`` shows."""
+
+    name: str
+    """The lock name."""
+    holders: tuple[HolderEntry, ...]
+    """Every holder with its hold count (several only for Redisson's read/write
+    cases; empty when the lock is free)."""
+    remaining_lease: float | None
+    """Seconds left on the lease; None when free, ``inf`` for a lock without expiry."""
+    subscribers: int
+    """Clients subscribed to the lock's release channel: one per client with
+    waiters (ferrolock and Redisson share one subscription per client)."""
+    last_token: int | None
+    """The last fencing token handed out for this name, if any."""
+
+    @property
+    def locked(self) -> bool:
+        """True when someone holds the lock."""
+        return bool(self.holders)
+
+    @classmethod
+    def _from_native(
+        cls, raw: tuple[str, list[tuple[str, int, str | None]], float | None, int, int | None]
+    ) -> LockStatus:
+        name, holders, remaining, subscribers, last_token = raw
+        return cls(
+            name=name,
+            holders=tuple(HolderEntry(owner, count, info) for owner, count, info in holders),
+            remaining_lease=remaining,
+            subscribers=subscribers,
+            last_token=last_token,
+        )
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Observations in seconds, by bucket. ``counts[i]`` counts the observations
+    ``<= bounds[i]`` and ``> bounds[i-1]`` (not cumulative); ``counts`` has one
+    more entry than ``bounds``, the last for everything above the last bound."""
+
+    bounds: tuple[float, ...]
+    counts: tuple[int, ...]
+    sum: float
+    """Sum of every observation, in seconds."""
+    count: int
+    """Number of observations."""
+
+    @classmethod
+    def _from_native(cls, raw: dict[str, Any]) -> Histogram:
+        return cls(tuple(raw["bounds"]), tuple(raw["counts"]), float(raw["sum"]), int(raw["count"]))
+
+    def quantile(self, q: float) -> float:
+        """The upper bound of the bucket that holds quantile ``q`` (0 to 1); ``inf``
+        if it is in the last bucket, ``nan`` without observations."""
+        if self.count == 0:
+            return math.nan
+        seen = 0
+        for bound, n in zip(self.bounds, self.counts):
+            seen += n
+            if seen >= q * self.count:
+                return bound
+        return math.inf
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A snapshot of one client's metrics (``client.metrics()``). Counters count
+    since the client connected; ``client.metrics_text()`` renders the same in the
+    Prometheus text format (names ``ferrolock_*``, label ``client``)."""
+
+    client_id: str
+    acquired: int
+    """Acquires that acquired."""
+    not_acquired: int
+    """Acquires that gave up: their wait ran out."""
+    failed: int
+    """Acquires that raised (connection, permission, ...)."""
+    cancelled: int
+    """Acquires that were cancelled or interrupted."""
+    wait: Histogram
+    """Seconds from an acquire call to its outcome, every outcome."""
+    hold: Histogram
+    """Seconds from acquisition to release or loss."""
+    holds_now: int
+    waiters_now: int
+    renewals: int
+    """Watchdog renewals of held locks."""
+    renewal_failures: int
+    losses: int
+    """Holds lost."""
+    reconnects: int
+
+    @classmethod
+    def _from_native(cls, raw: dict[str, Any]) -> Metrics:
+        fields = dict(raw)
+        fields["wait"] = Histogram._from_native(raw["wait"])
+        fields["hold"] = Histogram._from_native(raw["hold"])
+        return cls(**fields)
