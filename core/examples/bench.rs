@@ -3,6 +3,8 @@
 //!
 //! cargo run --release -p ferrolock --example bench -- --url URL [--seconds N]
 
+#[path = "shared/family.rs"]
+mod family;
 #[path = "shared/measure.rs"]
 mod measure;
 
@@ -110,4 +112,9 @@ async fn main() {
     println!("renewed {} in {} script calls (server counted {}), tick {}", report.renewed, report.script_calls, calls, ms(report.duration));
     println!("tick / PING p50                 {:.1}", report.duration.as_secs_f64() / rtt.as_secs_f64());
     client.shutdown().await.unwrap();
+
+    // 5. The rest of the family: fair order, readers together, permits in use.
+    family::fair(&url).await;
+    family::read_write(&url, window).await;
+    family::semaphore(&url, window).await;
 }
