@@ -30,7 +30,7 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker
 echo "== build: Python binding (bindings-python/.venv)"
 bash bindings-python/build.sh
 
-echo "== build: Redisson interop driver (Java, Redisson 4.7.0 from Maven Central)"
+echo "== build: Redisson interop driver (Java, Redisson 4.7.0 and 3.52.0 from Maven Central)"
 bash tests/redisson/build.sh
 
 echo "== build: Node addon"

@@ -21,4 +21,12 @@ bash bindings-node/test.sh
 
 echo "== cross-language suite and CLI"
 bash scripts/build.sh
-cargo test -p ferrolock-tests -p ferrolock-cli
+# Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo
+cargo test -p ferrolock-cli
+
+echo "== Redisson interop (4.7.0 and 3.52.0)"
+# Built first so that `time` shows what the suite itself costs; --nocapture prints the
+# measured wake-up times.
+cargo test -p ferrolock-tests --test redisson --no-run
+time cargo test -p ferrolock-tests --test redisson -- --nocapture

@@ -1,104 +1,121 @@
-//! Interop with real Redisson 4.7.0 (Java, from Maven Central; built by
-//! tests/redisson/build.sh, which scripts/build.sh runs): Redisson's
-//! RedissonRedLock and RedissonMultiLock over the same names and servers exclude
-//! ferrolock's multi-locks, and the other way round.
+//! Interop with real Redisson (Java, from Maven Central), versions 4.7.0 and
+//! 3.52.0: tests/redisson/build.sh (which scripts/build.sh runs) builds the driver
+//! tests/redisson/Interop.java once per version, and every test here runs against
+//! both. A Java side and a ferrolock side on the same name, on a redis-server the
+//! test starts:
+//!
+//! - exclude / limit each other, with exact counts (hold counts, permits, counts);
+//! - wake each other by message, both ways, measured and printed: well under
+//!   1 s where the lease and the wait are 30 s, so only the message could do it;
+//! - see each other's state (owner fields with hold counts, tokens strictly
+//!   increasing across both sides, free permits, counts).
+//!
+//! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
+//! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs).
+//! The driver also speaks RFairLock, RReadWriteLock and RPermitExpirableSemaphore
+//! (family.rs checks them against the wire facts; ferrolock's side of them comes with
+//! issue 16's core work).
+//!
+//! Run with `-- --nocapture` to see the measured wake-up times.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+#[path = "redisson/counters.rs"]
+mod counters;
+#[path = "redisson/driver.rs"]
+mod driver;
+#[path = "redisson/family.rs"]
+mod family;
+#[path = "redisson/locks.rs"]
+mod locks;
+#[path = "redisson/multi.rs"]
+mod multi;
+
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, Lock, Quorum};
-use ferrolock_harness::{repo_root, RedisServer};
+use driver::{Redisson, LEASE};
+use ferrolock::Client;
+use ferrolock_harness::{eventually, numsub, RedisServer};
 
-/// The Java driver (tests/redisson/Interop.java), one RedissonClient per server.
-struct Redisson {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+/// One test's world: a redis-server, the Java driver and a ferrolock client on it.
+pub struct Scene {
+    pub java: Redisson,
+    pub client: Client,
+    pub raw: redis::aio::MultiplexedConnection,
+    pub version: &'static str,
+    _server: RedisServer,
 }
 
-impl Redisson {
-    fn start(urls: &[String]) -> Redisson {
-        let dir = repo_root().join("tests/redisson/target");
-        assert!(
-            dir.join("classes/Interop.class").exists(),
-            "the Redisson driver is not built: run tests/redisson/build.sh (scripts/build.sh does)"
-        );
-        let classpath = format!("{}:{}/*", dir.join("classes").display(), dir.join("lib").display());
-        let mut child = Command::new("java")
-            .args(["-cp", &classpath, "Interop"])
-            .args(urls)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("java runs (tests/redisson/build.sh installs a JDK)");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut redisson = Redisson { child, stdin, stdout };
-        assert_eq!(redisson.line(), "ready");
-        redisson
+impl Scene {
+    /// Both sides with a 30 s watchdog lease.
+    pub async fn start(version: &'static str) -> Scene {
+        let server = RedisServer::start();
+        let java = Redisson::start(version, LEASE, &[server.url()]).await;
+        let client = Client::builder(server.url()).watchdog_timeout(LEASE).connect().await.unwrap();
+        let raw = server.raw().await;
+        Scene { java, client, raw, version, _server: server }
     }
 
-    fn line(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        line.trim().to_string()
+    /// Sends a Java command that blocks on `channel` and returns once Redisson has
+    /// subscribed to it (nobody else is on it before: checked first).
+    pub async fn java_waits(&mut self, command: &str, channel: &str) {
+        let raw = self.raw.clone();
+        let subscribers = move || {
+            let mut raw = raw.clone();
+            let channel = channel.to_string();
+            async move { numsub(&mut raw, &channel).await }
+        };
+        eventually(Duration::from_secs(10), &format!("nobody subscribed to {channel}"), || {
+            let n = subscribers();
+            async move { n.await == 0 }
+        })
+        .await;
+        self.java.send(command);
+        eventually(Duration::from_secs(20), &format!("Redisson waiting on {channel} ({command})"), || {
+            let n = subscribers();
+            async move { n.await >= 1 }
+        })
+        .await;
     }
 
-    fn call(&mut self, command: &str) -> String {
-        writeln!(self.stdin, "{command}").unwrap();
-        self.stdin.flush().unwrap();
-        self.line()
+    /// Returns once `n` acquires of the ferrolock client are parked waiting for a message.
+    pub async fn ferrolock_waits(&self, n: usize) {
+        let client = &self.client;
+        eventually(Duration::from_secs(20), &format!("{n} ferrolock acquire(s) parked"), || async move {
+            client.waiting_acquires() == n
+        })
+        .await;
     }
 }
 
-impl Drop for Redisson {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// For each `module::test` (an `async fn(version: &'static str)`), one test per
+/// Redisson version: `redisson_4_7_0::test` and `redisson_3_52_0::test` (the
+/// versions tests/redisson/build.sh builds).
+macro_rules! for_each_version {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        mod redisson_4_7_0 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    crate::$module::$test("4.7.0").await;
+                }
+            )*
+        }
+        mod redisson_3_52_0 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    crate::$module::$test("3.52.0").await;
+                }
+            )*
+        }
+    };
 }
 
-async fn multi(urls: &[String], name: &str, quorum: Quorum) -> Lock {
-    let mut members = Vec::new();
-    for url in urls {
-        members.push(Client::connect(url.clone()).await.unwrap().lock(name).unwrap());
-    }
-    Lock::multi(members, quorum).unwrap()
-}
-
-async fn exclusion(kind: &str, quorum: Quorum) {
-    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
-    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
-    let mut java = tokio::task::block_in_place(|| Redisson::start(&urls));
-    let name = format!("interop:{kind}");
-    let ours = multi(&urls, &name, quorum).await;
-
-    // Redisson holds: ferrolock cannot get it, then gets it once Redisson releases.
-    assert_eq!(tokio::task::block_in_place(|| java.call(&format!("{kind} {name} 0"))), "ok");
-    assert!(ours.try_acquire().await.unwrap().is_none(), "Redisson's {kind} excludes ferrolock's");
-    let waiter = tokio::spawn({
-        let ours = ours.clone();
-        async move { ours.acquire_with(AcquireOptions::wait(Duration::from_secs(20))).await.map(|g| g.map(|g| g.into_hold())) }
-    });
-    assert_eq!(tokio::task::block_in_place(|| java.call("unlock")), "ok");
-    let hold = waiter.await.unwrap().unwrap().expect("ferrolock acquires after Redisson's release");
-    drop(hold);
-
-    // ferrolock holds: Redisson cannot get it, then can once ferrolock releases.
-    assert_eq!(tokio::task::block_in_place(|| java.call(&format!("{kind} {name} 0"))), "busy");
-    ours.release().await.unwrap();
-    assert_eq!(tokio::task::block_in_place(|| java.call(&format!("{kind} {name} 5000"))), "ok");
-    assert_eq!(tokio::task::block_in_place(|| java.call("unlock")), "ok");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redisson_redlock_and_ferrolock_redlock_exclude_each_other() {
-    exclusion("redlock", Quorum::Majority).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redisson_multilock_and_ferrolock_multilock_exclude_each_other() {
-    exclusion("multilock", Quorum::All).await;
+for_each_version! {
+    locks::reentrant_lock,
+    locks::fenced_lock,
+    counters::semaphore,
+    counters::count_down_latch,
+    multi::redlock,
+    multi::multilock,
+    family::the_rest_of_the_family_on_the_wire,
 }
