@@ -11,10 +11,8 @@
 //!   increasing across both sides, free permits, counts).
 //!
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
-//! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs).
-//! The driver also speaks RFairLock, RReadWriteLock and RPermitExpirableSemaphore
-//! (family.rs checks them against the wire facts; ferrolock's side of them comes with
-//! issue 16's core work).
+//! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
+//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs).
 //!
 //! Run with `-- --nocapture` to see the measured wake-up times.
 
@@ -117,5 +115,7 @@ for_each_version! {
     counters::count_down_latch,
     multi::redlock,
     multi::multilock,
-    family::the_rest_of_the_family_on_the_wire,
+    family::fair_lock,
+    family::read_write_lock,
+    family::permit_expirable_semaphore,
 }
