@@ -139,3 +139,50 @@ async fn waiters_that_give_up_or_die_leave_the_line() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_fair_hold_is_reported_and_wrong_types_are_refused() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let lock = client.fair_lock("f").unwrap();
+    let hold = lock.acquire().await.unwrap().into_hold();
+    let _: () = raw.del("f").await.unwrap();
+    client.renew_held_locks().await.unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(5), hold.lost()).await.expect("reported");
+    assert_eq!(lost.kind(), ferrolock::ErrorKind::LockLost);
+    assert_eq!(lock.release().await.unwrap_err().kind(), ferrolock::ErrorKind::LockLost);
+    let _: () = raw.set("s", "x").await.unwrap();
+    let err = client.fair_lock("s").unwrap().try_acquire().await.err().unwrap();
+    assert_eq!(err.kind(), ferrolock::ErrorKind::WrongType, "{err}");
+    client.shutdown().await.unwrap();
+}
+
+/// Fair and read holds share the lock's handling of lost replies: an acquire whose
+/// reply is cut is read back (one level, not two), a release is retried with its
+/// latch (once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_replies_act_once_for_fair_and_read_holds() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let client = client(&proxy.url(), 3000).await;
+    let fair = client.fair_lock("fl").unwrap();
+    proxy.cut_next_reply_to(b"redisson_lock_queue:{fl}");
+    fair.acquire().await.unwrap().into_hold();
+    assert_eq!(raw.hget::<_, _, u32>("fl", fair.owner()).await.unwrap(), 1);
+    proxy.cut_next_reply_to(b"redisson_lock_queue:{fl}");
+    assert_eq!(fair.release().await.unwrap(), ferrolock::Released::Unlocked);
+    assert!(!raw.exists::<_, bool>("fl").await.unwrap());
+
+    let read = client.read_write_lock("rl").unwrap().read();
+    proxy.cut_next_reply_to(b"rwlock_timeout");
+    read.acquire().await.unwrap().into_hold();
+    assert_eq!(raw.hget::<_, _, u32>("rl", read.owner()).await.unwrap(), 1);
+    let second = format!("{{rl}}:{}:rwlock_timeout:2", read.owner());
+    assert!(!raw.exists::<_, bool>(&second).await.unwrap(), "one read hold");
+    proxy.cut_next_reply_to(b"rwlock_timeout");
+    assert_eq!(read.release().await.unwrap(), ferrolock::Released::Unlocked);
+    assert!(!raw.exists::<_, bool>("rl").await.unwrap());
+    client.shutdown().await.unwrap();
+}

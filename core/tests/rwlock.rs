@@ -146,3 +146,26 @@ async fn a_writer_may_downgrade_and_a_dead_readers_hold_expires() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_holds_are_reported_and_wrong_types_are_refused() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let rw = client.read_write_lock("rw").unwrap();
+    for side in [rw.read(), rw.write()] {
+        let hold = side.acquire().await.unwrap().into_hold();
+        assert!(side.force_unlock().await.unwrap());
+        client.renew_held_locks().await.unwrap();
+        let lost = tokio::time::timeout(Duration::from_secs(5), hold.lost()).await.expect("reported");
+        assert_eq!(lost.kind(), ErrorKind::LockLost, "{:?}", side.kind());
+        assert_eq!(side.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    }
+    let _: () = raw.set("s", "x").await.unwrap();
+    let other = client.read_write_lock("s").unwrap();
+    for side in [other.read(), other.write()] {
+        let err = side.try_acquire().await.err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    }
+    client.shutdown().await.unwrap();
+}
