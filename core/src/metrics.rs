@@ -19,17 +19,45 @@ pub(crate) enum Outcome {
     Cancelled,
 }
 
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Acquired => "acquired",
+            Outcome::NotAcquired => "not_acquired",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Times one acquire call and records its outcome; a call dropped half-way counts
-/// as cancelled.
+/// as cancelled. With the `spans` feature it is also a `tracing` span
+/// `ferrolock.acquire` (fields `primitive`, `name`, `outcome`, `wait_ms`) that an
+/// OpenTelemetry layer (tracing-opentelemetry) exports as is.
 pub(crate) struct AcquireTiming<'a> {
     recorder: &'a Recorder,
     started: std::time::Instant,
     outcome: Outcome,
+    #[cfg(feature = "spans")]
+    span: tracing::Span,
 }
 
 impl<'a> AcquireTiming<'a> {
-    pub fn start(recorder: &'a Recorder) -> Self {
-        AcquireTiming { recorder, started: std::time::Instant::now(), outcome: Outcome::Cancelled }
+    #[cfg_attr(not(feature = "spans"), allow(unused_variables))]
+    pub fn start(recorder: &'a Recorder, primitive: &str, name: &str) -> Self {
+        AcquireTiming {
+            recorder,
+            started: std::time::Instant::now(),
+            outcome: Outcome::Cancelled,
+            #[cfg(feature = "spans")]
+            span: tracing::info_span!(
+                "ferrolock.acquire",
+                primitive,
+                name,
+                outcome = tracing::field::Empty,
+                wait_ms = tracing::field::Empty
+            ),
+        }
     }
 
     pub fn end<T>(mut self, result: &crate::error::Result<Option<T>>) {
@@ -44,7 +72,13 @@ impl<'a> AcquireTiming<'a> {
 
 impl Drop for AcquireTiming<'_> {
     fn drop(&mut self) {
-        self.recorder.acquire(self.outcome, self.started.elapsed());
+        let waited = self.started.elapsed();
+        self.recorder.acquire(self.outcome, waited);
+        #[cfg(feature = "spans")]
+        {
+            self.span.record("outcome", self.outcome.as_str());
+            self.span.record("wait_ms", waited.as_secs_f64() * 1e3);
+        }
     }
 }
 
@@ -185,11 +219,12 @@ impl Metrics {
         let _ = writeln!(out, "# HELP ferrolock_acquires_total Acquire calls by outcome.");
         let _ = writeln!(out, "# TYPE ferrolock_acquires_total counter");
         for (outcome, n) in [
-            ("acquired", self.acquired),
-            ("not_acquired", self.not_acquired),
-            ("failed", self.failed),
-            ("cancelled", self.cancelled),
+            (Outcome::Acquired, self.acquired),
+            (Outcome::NotAcquired, self.not_acquired),
+            (Outcome::Failed, self.failed),
+            (Outcome::Cancelled, self.cancelled),
         ] {
+            let outcome = outcome.as_str();
             let _ = writeln!(out, "ferrolock_acquires_total{{{label},outcome=\"{outcome}\"}} {n}");
         }
         histogram(&mut out, &label, "ferrolock_acquire_wait_seconds", "Time from an acquire call to its outcome.", &self.wait);

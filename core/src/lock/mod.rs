@@ -235,7 +235,7 @@ impl Lock {
             policy: Policy::Lock,
             shutdown: &ctx.shutdown,
         };
-        let timing = AcquireTiming::start(&ctx.transport.metrics);
+        let timing = AcquireTiming::start(&ctx.transport.metrics, holder.kind.as_str(), &holder.names.display);
         let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new(), queued: AtomicBool::new(false) };
         let acquired = waiting::acquire(&acquirer, channel, deadline).await;
         timing.end(&acquired);

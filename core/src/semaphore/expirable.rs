@@ -99,7 +99,7 @@ impl PermitExpirableSemaphore {
         let lease_ms = lease.map(validate::lease).transpose()?;
         let deadline = wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
         let ctx = &self.inner.counter.ctx;
-        let timing = AcquireTiming::start(&ctx.transport.metrics);
+        let timing = AcquireTiming::start(&ctx.transport.metrics, "permit-expirable semaphore", self.name());
         let names = &self.inner.counter.names;
         let channel = waiting::Channel { hub: &ctx.hub, name: &names.channel, policy: Policy::Permits, shutdown: &ctx.shutdown };
         let acquired = waiting::acquire(&Take { semaphore: self, lease_ms }, channel, deadline).await;

@@ -137,7 +137,7 @@ impl Semaphore {
             .transpose()?
             .map(|w| Instant::now() + w);
         let ctx = &self.inner.ctx;
-        let timing = AcquireTiming::start(&ctx.transport.metrics);
+        let timing = AcquireTiming::start(&ctx.transport.metrics, "semaphore", self.name());
         let channel = waiting::Channel {
             hub: &ctx.hub,
             name: &self.inner.names.channel,
