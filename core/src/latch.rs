@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::ctx::{Alive, Ctx};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::hold::pending::to_completion;
 use crate::names::CounterNames;
 use crate::request::{latch_ttl_ms, until_answered};
@@ -123,21 +123,7 @@ impl CountDownLatch {
 }
 
 async fn read_count(inner: &Counter, context: &str) -> Result<u64> {
-    let cmd = redis::Cmd::get(&inner.names.name);
-    let mut conn = inner.ctx.conn()?;
-    let value: Option<String> = match cmd.query_async(&mut conn).await {
-        Err(e) if Error::is_ambiguous(&e) => cmd.query_async(&mut conn).await,
-        other => other,
-    }
-    .map_err(|e| Error::from_redis(&e, context))?;
-    value.map_or(Ok(0), |v| {
-        v.parse::<i64>().map(|n| n.max(0) as u64).map_err(|_| {
-            Error::new(
-                ErrorKind::WrongType,
-                format!("{context}: the key holds {v:?}, not a count"),
-            )
-        })
-    })
+    inner.read(context, "a count").await
 }
 
 /// Waiting for the latch to open, as the waiting engine drives it: every waiter

@@ -42,10 +42,7 @@ impl LockNames {
 
     /// A fair-lock waiter's own channel: `redisson_lock__channel:{n}:<owner field>`.
     pub fn waiter_channel(&self, field: &str) -> Vec<u8> {
-        let mut channel = self.channel.clone();
-        channel.push(b':');
-        channel.extend_from_slice(field.as_bytes());
-        channel
+        joined(&self.channel, field)
     }
 
     /// A reader's timeout-key prefix `{n}:<owner>:rwlock_timeout` (one key per read hold, `:<k>`).
@@ -62,18 +59,12 @@ impl LockNames {
 
     /// The note about one holder (see scripts/lock/holder_info.lua); in the slot of the latches.
     pub fn holder_info(&self, owner: &str) -> Vec<u8> {
-        let mut key = self.info_prefix.clone();
-        key.push(b':');
-        key.extend_from_slice(owner.as_bytes());
-        key
+        joined(&self.info_prefix, owner)
     }
 
     /// The reply latch of one release request.
     pub fn latch(&self, request_id: &str) -> Vec<u8> {
-        let mut key = self.latch_prefix.clone();
-        key.push(b':');
-        key.extend_from_slice(request_id.as_bytes());
-        key
+        joined(&self.latch_prefix, request_id)
     }
 }
 
@@ -114,10 +105,7 @@ impl CounterNames {
 
     /// The reply latch of one call.
     pub fn reply(&self, request_id: &str) -> Vec<u8> {
-        let mut key = self.reply_prefix.clone();
-        key.push(b':');
-        key.extend_from_slice(request_id.as_bytes());
-        key
+        joined(&self.reply_prefix, request_id)
     }
 
     /// As [`LockNames::check_one_slot`]: on a cluster the key, its channel and its
@@ -134,6 +122,15 @@ impl CounterNames {
             String::from_utf8_lossy(&self.channel),
         )))
     }
+}
+
+/// `<prefix>:<rest>`: a per-request or per-holder key under a prefix of one name.
+fn joined(prefix: &[u8], rest: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + rest.len() + 1);
+    key.extend_from_slice(prefix);
+    key.push(b':');
+    key.extend_from_slice(rest.as_bytes());
+    key
 }
 
 /// `p:{n}`, or `p:n` when `n` already carries a hash tag.

@@ -53,6 +53,25 @@ impl Counter {
     }
 }
 
+impl Counter {
+    /// The number at the key (0 when it does not exist), read once more after a
+    /// failure that may have been the connection's; `unit` names it in errors.
+    pub async fn read(&self, context: &str, unit: &str) -> Result<u64> {
+        let cmd = redis::Cmd::get(&self.names.name);
+        let mut conn = self.ctx.conn()?;
+        let value: Option<String> = match cmd.query_async(&mut conn).await {
+            Err(e) if Error::is_ambiguous(&e) => cmd.query_async(&mut conn).await,
+            other => other,
+        }
+        .map_err(|e| Error::from_redis(&e, context))?;
+        value.map_or(Ok(0), |v| {
+            v.parse::<i64>()
+                .map(|n| n.max(0) as u64)
+                .map_err(|_| Error::new(ErrorKind::WrongType, format!("{context}: the key holds {v:?}, not {unit}")))
+        })
+    }
+}
+
 /// Redisson's `trySetPermits`, for both semaphores: setting a count that does not
 /// exist yet acts once by itself (a retry after a lost reply finds it set).
 pub(crate) async fn set_permits_once(counter: &Counter, permits: u64, context: &str) -> Result<bool> {
@@ -189,23 +208,7 @@ impl Semaphore {
 
     /// The free permits now (0 for a semaphore that does not exist).
     pub async fn available(&self) -> Result<u64> {
-        let ctx = &self.inner.ctx;
-        let cmd = redis::Cmd::get(&self.inner.names.name);
-        let mut conn = ctx.conn()?;
-        let context = self.context("reading");
-        let value: Option<String> = match cmd.query_async(&mut conn).await {
-            Err(e) if Error::is_ambiguous(&e) => cmd.query_async(&mut conn).await,
-            other => other,
-        }
-        .map_err(|e| Error::from_redis(&e, &context))?;
-        value.map_or(Ok(0), |v| {
-            v.parse::<i64>().map(|n| n.max(0) as u64).map_err(|_| {
-                Error::new(
-                    ErrorKind::WrongType,
-                    format!("{context}: the key holds {v:?}, not a number of permits"),
-                )
-            })
-        })
+        self.inner.read(&self.context("reading"), "a number of permits").await
     }
 
     /// Takes every free permit (Redisson's `drainPermits`); returns how many. Not
