@@ -59,11 +59,12 @@ async fn extend_refuses_what_it_cannot_do() {
     let err = lock.extend(Duration::from_secs(1)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotOwner, "{err}");
 
-    let _guard = lock.acquire().await.unwrap();
+    let guard = lock.acquire().await.unwrap();
     let err = lock.extend(Duration::from_secs(1)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     assert!(err.message().contains("watchdog"), "{err}");
-    drop(_guard);
+    // Released before the next acquire (a dropped guard releases in the background).
+    guard.release().await.unwrap();
 
     let _hold = lock.acquire_hold(with_lease(5000)).await.unwrap().unwrap();
     for bad in [Duration::ZERO, Duration::from_secs(8 * 24 * 3600)] {
