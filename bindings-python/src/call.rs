@@ -6,6 +6,7 @@
 //! emits the two Python methods around it.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
@@ -97,3 +98,104 @@ macro_rules! twin_methods {
 }
 
 pub(crate) use twin_methods;
+
+// ---------------------------------------------------------------------------
+// Acquisitions: as an asyncio future, an acquire must not leave behind an
+// acquisition that nobody sees.
+
+/// Where an asyncio acquisition stands, to give back one nobody will see.
+enum Ticket {
+    Pending,
+    /// Acquired and on its way to Python; the closure gives it back (in the background).
+    Acquired(Box<dyn FnOnce() + Send>),
+    /// The asyncio future was cancelled before the acquisition completed.
+    Abandoned,
+    Done,
+}
+
+/// An acquisition as a [`Call`]: `take` acquires (`Some(what was taken)`) or
+/// times out (`None`), `undo` gives back what was taken, `present` turns the
+/// outcome into what Python gets. The asyncio future may be cancelled after the
+/// core acquired but before the result reached it: the caller got CancelledError,
+/// so the acquisition is given back. (Interrupting or cancelling the core future
+/// itself takes nothing: a core guarantee.)
+pub(crate) struct Guarded<F, U, P> {
+    pub take: F,
+    pub undo: U,
+    pub present: P,
+}
+
+impl<F, T, U, UF, P, O> Call for Guarded<F, U, P>
+where
+    F: Future<Output = ferrolock::Result<Option<T>>> + Send + 'static,
+    T: Clone + Send + 'static,
+    U: FnOnce(T) -> UF + Send + 'static,
+    UF: Future<Output = ()> + Send + 'static,
+    P: FnOnce(Option<T>) -> O + Send + 'static,
+    O: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    type Output = O;
+
+    fn wait(self, py: Python<'_>) -> PyResult<O> {
+        let Guarded { take, present, .. } = self;
+        runtime::block(py, take).map(present)
+    }
+
+    fn future(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        let Guarded { take, undo, present } = self;
+        let ticket = Arc::new(Mutex::new(Ticket::Pending));
+        let ticket2 = ticket.clone();
+        let future = async move {
+            let Some(taken) = take.await? else {
+                return Ok(present(None));
+            };
+            let (runtime, kept) = (tokio::runtime::Handle::current(), taken.clone());
+            let mut undo = Some(undo);
+            {
+                let mut t = ticket2.lock().unwrap_or_else(|p| p.into_inner());
+                if !matches!(*t, Ticket::Abandoned) {
+                    let undo = undo.take();
+                    *t = Ticket::Acquired(Box::new(move || {
+                        if let Some(undo) = undo {
+                            runtime.spawn(undo(kept));
+                        }
+                    }));
+                } else {
+                    *t = Ticket::Done;
+                }
+            }
+            if let Some(undo) = undo {
+                // Cancelled while it completed: nobody awaits this acquisition any more.
+                undo(taken).await;
+                return Ok(present(None));
+            }
+            Ok(present(Some(taken)))
+        }
+        .future(py)?;
+        future.call_method1("add_done_callback", (UndoOnCancel { ticket },))?;
+        Ok(future)
+    }
+}
+
+/// Done-callback of an asyncio acquisition: if the asyncio future was cancelled
+/// after the core acquired, give the acquisition back (the caller got CancelledError).
+#[pyclass(module = "ferrolock._native", frozen)]
+pub(crate) struct UndoOnCancel {
+    ticket: Arc<Mutex<Ticket>>,
+}
+
+#[pymethods]
+impl UndoOnCancel {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !future.call_method0("cancelled")?.extract::<bool>()? {
+            return Ok(());
+        }
+        let mut ticket = self.ticket.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *ticket, Ticket::Done) {
+            Ticket::Pending => *ticket = Ticket::Abandoned,
+            Ticket::Acquired(give_back) => give_back(),
+            Ticket::Abandoned | Ticket::Done => {}
+        }
+        Ok(())
+    }
+}

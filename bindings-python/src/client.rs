@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 
 use crate::call::twin_methods;
 use crate::errors::{client_closed, seconds, PyResultExt};
+use crate::family::{Latch, PermitSemaphore, Semaphore};
 use crate::lock::Holder;
 use crate::runtime::{runtime, Local};
 
@@ -234,10 +235,11 @@ twin_methods! {
             self.shared.is_closed()
         }
 
-        /// A new holder of lock `name`, a lock of `kind` ("reentrant", "fenced"): its
-        /// own owner field `<client id>:<holder id>`. With `holder_id`, the owner field
-        /// uses that id (holders with the same id on one client share their hold:
-        /// hand-over between threads or tasks).
+        /// A new holder of lock `name`, a lock of `kind` ("reentrant", "fenced", "fair",
+        /// "read", "write"): its own owner field `<client id>:<holder id>`. With
+        /// `holder_id`, the owner field uses that id (holders with the same id on one
+        /// client share their hold: hand-over between threads or tasks, and the read
+        /// and write sides of one read-write lock holder).
         #[pyo3(signature = (name, kind="reentrant", holder_id=None))]
         fn holder(&self, py: Python<'_>, name: &str, kind: &str, holder_id: Option<u64>) -> PyResult<Holder> {
             let client = self.shared.client(py)?;
@@ -245,6 +247,27 @@ twin_methods! {
             let id = holder_id.unwrap_or_else(|| client.new_holder_id());
             let lock = client.lock_with(name, LockOptions { holder_id: Some(id), ..LockOptions::kind(kind) }).py()?;
             Ok(Holder::single(lock, self.shared.clone(), name.to_string(), kind, holder_id))
+        }
+
+        /// A fresh holder id, unique within this client's process (the read and write
+        /// sides of a read-write lock share one).
+        fn new_holder_id(&self, py: Python<'_>) -> PyResult<u64> {
+            Ok(self.shared.client(py)?.new_holder_id())
+        }
+
+        /// The semaphore `name` (InvalidArgumentError for a bad name).
+        fn semaphore(&self, py: Python<'_>, name: &str) -> PyResult<Semaphore> {
+            Semaphore::new(py, self.shared.clone(), name)
+        }
+
+        /// The permit-expirable semaphore `name`.
+        fn permit_semaphore(&self, py: Python<'_>, name: &str) -> PyResult<PermitSemaphore> {
+            PermitSemaphore::new(py, self.shared.clone(), name)
+        }
+
+        /// The count-down latch `name`.
+        fn latch(&self, py: Python<'_>, name: &str) -> PyResult<Latch> {
+            Latch::new(py, self.shared.clone(), name)
         }
 
         /// Number of lock channels this client's pub/sub connection is subscribed to.

@@ -3,11 +3,13 @@
 //! Thin by design (DESIGN §1): this crate translates types, errors, blocking vs.
 //! asyncio style and identity. All lock logic lives in the core crate. The public
 //! Python API (`ferrolock.Client`, `ferrolock.Lock`, `ferrolock.aio`) is a small
-//! Python layer (python/ferrolock/) over the two classes here:
+//! Python layer (python/ferrolock/) over the two main classes here (and the
+//! counters of family.rs):
 //!
 //! * `Client` (client.rs): one core client (connection, pub/sub, watchdog), made
 //!   again with the same settings on first use in a forked child.
-//! * `Holder` (lock.rs): one core lock handle = one holder (one owner field), or
+//! * `Holder` (lock.rs): one core lock handle of any kind (reentrant, fenced,
+//!   fair, the read or write side of a read-write lock) = one holder (one owner field), or
 //!   a core multi-lock over member holders (`Holder.multi`: Redlock, MultiLock).
 //!   The Python layer maps (lock object, thread) and (lock object, asyncio task)
 //!   to holders; a multi-lock's holder for a thread or task is made from its
@@ -29,6 +31,8 @@
 //!   guard and `quiesce` (at exit).
 //! * call.rs: most methods exist as a blocking call `x` and its asyncio twin
 //!   `x_async`; `twin_methods!` writes both from one body, a `Call`.
+//! * family.rs: `Semaphore`, `PermitSemaphore`, `Latch`: the counters (nobody's
+//!   permits and counts, so no holder identity), asyncio acquires guarded as locks' are.
 //! * logs.rs: the core's `tracing` events to Python's `logging` (logger
 //!   "ferrolock" and its children), filtered without the GIL and delivered by a
 //!   thread of their own.
@@ -36,6 +40,7 @@
 mod call;
 mod client;
 mod errors;
+mod family;
 mod lock;
 mod logs;
 mod runtime;
@@ -48,7 +53,10 @@ use pyo3::prelude::*;
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Client>()?;
     m.add_class::<lock::Holder>()?;
-    m.add_class::<lock::UndoOnCancel>()?;
+    m.add_class::<call::UndoOnCancel>()?;
+    m.add_class::<family::Semaphore>()?;
+    m.add_class::<family::PermitSemaphore>()?;
+    m.add_class::<family::Latch>()?;
     m.add_function(wrap_pyfunction!(runtime::quiesce, m)?)?;
     m.add_function(wrap_pyfunction!(logs::install_log_bridge, m)?)?;
     m.add_function(wrap_pyfunction!(logs::sync_log_level, m)?)?;

@@ -7,10 +7,10 @@ use std::time::Duration;
 use ferrolock::{AcquireOptions, ErrorKind, LockKind, LockOptions, Quorum};
 use pyo3::prelude::*;
 
-use crate::call::{twin_methods, Call};
+use crate::call::{twin_methods, Guarded};
 use crate::client::Shared;
 use crate::errors::{seconds, PyResultExt};
-use crate::runtime::{self, InPython, Local};
+use crate::runtime::{InPython, Local};
 
 /// What a holder is, so that a forked child can make it again on its own client.
 enum Spec {
@@ -110,99 +110,6 @@ fn lease_seconds(d: Option<Duration>) -> Option<f64> {
 }
 
 // ---------------------------------------------------------------------------
-// Acquire: as an asyncio future, it must not leave behind an acquisition that
-// nobody sees.
-
-/// An acquire, as a [`Call`]. The asyncio future may be cancelled after the core
-/// acquired but before the result reached it: then the caller got CancelledError,
-/// so that level is released again.
-struct Acquire {
-    lock: ferrolock::Lock,
-    options: AcquireOptions,
-}
-
-impl Acquire {
-    async fn run(lock: &ferrolock::Lock, options: AcquireOptions) -> ferrolock::Result<bool> {
-        lock.acquire_hold(options).await.map(|hold| hold.is_some())
-    }
-}
-
-/// Where an asyncio acquire stands, to undo an acquisition nobody will see.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ticket {
-    Pending,
-    Acquired,
-    /// The asyncio future was cancelled before the acquisition completed.
-    Abandoned,
-    Undone,
-}
-
-impl Call for Acquire {
-    type Output = bool;
-
-    fn wait(self, py: Python<'_>) -> PyResult<bool> {
-        // Dropped when interrupted: the core leaves nothing held.
-        async move { Acquire::run(&self.lock, self.options).await }.wait(py)
-    }
-
-    fn future(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        let Acquire { lock, options } = self;
-        let ticket = Arc::new(Mutex::new(Ticket::Pending));
-        let (ticket2, lock2) = (ticket.clone(), lock.clone());
-        let future = async move {
-            if !Acquire::run(&lock2, options).await? {
-                return Ok(false);
-            }
-            let abandoned = {
-                let mut t = ticket2.lock().unwrap();
-                let abandoned = *t == Ticket::Abandoned;
-                *t = if abandoned { Ticket::Undone } else { Ticket::Acquired };
-                abandoned
-            };
-            if abandoned {
-                // Nobody awaits this acquisition any more: give it back.
-                let _ = lock2.release().await;
-                return Ok(false);
-            }
-            Ok(true)
-        }
-        .future(py)?;
-        future.call_method1("add_done_callback", (UndoOnCancel { ticket, lock },))?;
-        Ok(future)
-    }
-}
-
-/// Done-callback of an asyncio acquire: if the asyncio future was cancelled after
-/// the core acquired, release that level (the caller got CancelledError).
-#[pyclass(module = "ferrolock._native", frozen)]
-pub(crate) struct UndoOnCancel {
-    ticket: Arc<Mutex<Ticket>>,
-    lock: ferrolock::Lock,
-}
-
-#[pymethods]
-impl UndoOnCancel {
-    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if !future.call_method0("cancelled")?.extract::<bool>()? {
-            return Ok(());
-        }
-        let mut ticket = self.ticket.lock().unwrap();
-        match *ticket {
-            Ticket::Pending => *ticket = Ticket::Abandoned,
-            Ticket::Acquired => {
-                *ticket = Ticket::Undone;
-                let lock = self.lock.clone();
-                runtime::runtime()?.spawn(async move {
-                    let _ = lock.release().await;
-                });
-            }
-            Ticket::Abandoned | Ticket::Undone => {}
-        }
-        Ok(())
-    }
-}
-
-// ---------------------------------------------------------------------------
 // The methods.
 
 twin_methods! {
@@ -214,7 +121,14 @@ twin_methods! {
             #[pyo3(signature = (wait=None, lease=None))]
             fn acquire | acquire_async (&self, wait: Option<f64>, lease: Option<f64>) -> bool {
                 let options = options(wait, lease)?;
-                Acquire { lock: self.handle()?, options }
+                let (lock, again) = (self.handle()?, self.handle()?);
+                Guarded {
+                    take: async move { Ok(lock.acquire_hold(options).await?.map(|_| ())) },
+                    undo: |()| async move {
+                        let _ = again.release().await;
+                    },
+                    present: |acquired: Option<()>| acquired.is_some(),
+                }
             }
 
             /// Releases one level. True when the lock is free now, False when this holder
@@ -365,7 +279,7 @@ twin_methods! {
             self.bound().owner().to_string()
         }
 
-        /// The lock's kind, by name: "reentrant" or "fenced".
+        /// The lock's kind, by name: "reentrant", "fenced", "fair", "read" or "write".
         #[getter]
         fn kind(&self) -> &'static str {
             self.bound().kind().as_str()

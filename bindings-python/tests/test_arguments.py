@@ -108,3 +108,55 @@ def test_over_a_day_warns_once(client: ferrolock.Client, name: str, caplog: pyte
         pass
     warnings = _long_warnings(caplog)
     assert len(warnings) == 2 and "timeout=86401" in warnings[1]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_family_durations_and_counts(client: ferrolock.Client, name: str, bad: Any) -> None:
+    sem = client.semaphore(name)
+    ps = client.permit_expirable_semaphore(name + ":p")
+    latch = client.count_down_latch(name + ":l")
+    rw = client.read_write_lock(name + ":rw")
+    seconds: list[tuple[str, Callable[[], object]]] = [
+        ("timeout", lambda: sem.acquire(timeout=bad)),
+        ("timeout", lambda: sem.hold(timeout=bad).__enter__()),
+        ("timeout", lambda: ps.acquire(bad)),
+        ("lease", lambda: ps.acquire(lease=bad)),
+        ("lease", lambda: ps.hold(lease=bad).__enter__()),
+        ("timeout", lambda: latch.wait(bad)),
+        ("timeout", lambda: rw.read_lock().acquire(timeout=bad)),
+        ("lease", lambda: client.fair_lock(name + ":f").acquire(lease=bad)),
+    ]
+    for what, call in seconds:
+        with pytest.raises(TypeError, match=f"{what} must be a number of seconds"):
+            call()
+    counts: list[tuple[str, Callable[[], object]]] = [
+        ("permits", lambda: sem.try_set_permits(bad)),
+        ("permits", lambda: sem.acquire(permits=bad)),
+        ("permits", lambda: sem.release(bad)),
+        ("permits", lambda: ps.try_set_permits(bad)),
+        ("count", lambda: latch.try_set_count(bad)),
+    ]
+    for what, call in counts:
+        with pytest.raises(TypeError, match=f"{what} must be an int"):
+            call()
+    assert sem.available() == 0 and latch.count() == 0  # nothing was set on the way
+
+
+def test_family_asyncio_arguments(url: str, name: str) -> None:
+    async def main() -> None:
+        async with await ferrolock.aio.Client.connect(url) as client:
+            sem = client.semaphore(name)
+            with pytest.raises(TypeError, match="timeout"):
+                await sem.acquire(timeout="5")  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="permits"):
+                await sem.release(1.0)  # type: ignore[arg-type]
+            with pytest.raises(ferrolock.InvalidArgumentError, match="non-blocking"):
+                await sem.acquire(False, 2.0)
+            with pytest.raises(TypeError, match="timeout"):
+                await client.count_down_latch(name).wait(True)
+            with pytest.raises(TypeError, match="Permit or its id"):
+                await client.permit_expirable_semaphore(name).release(b"00")  # type: ignore[arg-type]
+            with pytest.raises(ferrolock.InvalidArgumentError, match="permits = -2"):
+                await client.permit_expirable_semaphore(name).try_set_permits(-2)
+
+    asyncio.run(main())

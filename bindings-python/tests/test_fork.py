@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import redis
 
 import ferrolock
 import ferrolock.aio
@@ -172,3 +173,34 @@ def test_asyncio_client_made_before_fork(url: str, name: str) -> None:
         asyncio.run(release())
     finally:
         asyncio.run(client.close())
+
+
+def test_the_family_made_before_fork_works_in_the_child(client: ferrolock.Client, r: redis.Redis, name: str) -> None:
+    sem = client.semaphore(name)
+    sem.try_set_permits(1)
+    rw = client.read_write_lock(name + ":rw")
+    latch = client.count_down_latch(name + ":latch")
+    latch.try_set_count(1)
+    rw.read_lock().acquire()
+    try:
+
+        def body() -> dict[str, Any]:
+            # The child's holder is another one: the parent's read hold lets it read, not write.
+            report = {
+                "took": sem.acquire(timeout=5.0),
+                "read": rw.read_lock().acquire(timeout=5.0),
+                "write": rw.write_lock().acquire(timeout=0.05),
+                "left": latch.count_down(),
+            }
+            rw.read_lock().release()
+            client.close()
+            return report
+
+        assert _in_child(body) == {"took": True, "read": True, "write": False, "left": 0}
+        assert sem.available() == 0  # taken in the child: permits are nobody's
+        assert latch.wait(0)
+        assert rw.read_lock().owned()
+    finally:
+        rw.read_lock().release()
+        for key in list(r.scan_iter(match=f"*{name}*")):
+            r.delete(key)

@@ -65,13 +65,20 @@ def number(field: str, what: str) -> int:
     return int(field)
 
 
-class Entry:
-    """The one lock handle (one holder: this object, the main thread) kept per name."""
+KINDS = ("plain", "fenced", "fair", "read", "write")
 
-    def __init__(self, client: ferrolock.Client, name: str, fenced: bool) -> None:
-        self.lost_event = threading.Event()
-        make = client.fenced_lock if fenced else client.lock
-        self.lock = make(name, on_lost=lambda _lock: self.lost_event.set())
+
+def kind_of(field: str) -> str:
+    if field not in KINDS:
+        raise invalid(f"unknown lock kind {json.dumps(field)}; give plain, fenced, fair, read or write")
+    return field
+
+
+class Entry:
+    """The one lock handle (one holder: this object, the main thread) kept per (name, kind)."""
+
+    def __init__(self, lock: ferrolock.Lock) -> None:
+        self.lock = lock
         # Levels acquired and not yet released (a lost hold counts until it is released).
         self.depth = 0
 
@@ -116,7 +123,31 @@ def bump_counter(path: str) -> None:
         raise invalid(f"file {json.dumps(path)}: {e}") from None
 
 
-def count(entry: Entry, counter: str, log: str, most: int, seconds: int, hold_us: int) -> int:
+class Section:
+    """What one ``count`` section holds: a lock level, or one permit of a semaphore."""
+
+    def __init__(self, entry: Entry | None = None, semaphore: ferrolock.Semaphore | None = None) -> None:
+        self.entry = entry
+        self.semaphore = semaphore
+
+    def take(self) -> str:
+        """Takes it, waiting as long as it takes; the token to log (0 without one)."""
+        if self.semaphore is not None:
+            self.semaphore.acquire()
+            return "0"
+        assert self.entry is not None
+        token = acquire(self.entry, None)
+        return "0" if token in (None, "-") else str(token)
+
+    def give_back(self) -> None:
+        if self.semaphore is not None:
+            self.semaphore.release()
+        else:
+            assert self.entry is not None
+            release(self.entry)
+
+
+def count(section: Section, counter: str, log: str, most: int, seconds: int, hold_us: int) -> int:
     try:
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     except OSError as e:
@@ -126,14 +157,14 @@ def count(entry: Entry, counter: str, log: str, most: int, seconds: int, hold_us
         done = 0
         while (most == 0 or done < most) and (seconds == 0 or time.monotonic_ns() - start < seconds * 10**9):
             t0 = time.monotonic_ns()
-            token = acquire(entry, None)
+            token = section.take()
             t1 = time.monotonic_ns()
             try:
                 bump_counter(counter)
             finally:
                 time.sleep(hold_us / 1e6)
                 t2 = time.monotonic_ns()
-                release(entry)
+                section.give_back()
             try:
                 os.write(fd, f"{token} {t0} {t1} {t2}\n".encode())
             except OSError as e:
@@ -144,42 +175,121 @@ def count(entry: Entry, counter: str, log: str, most: int, seconds: int, hold_us
         os.close(fd)
 
 
+def wait_ms(field: str | None) -> float | None:
+    """WAIT_MS (or LEASE_MS) in seconds; None (as long as it takes) when absent or ``-``."""
+    return None if field is None or field == "-" else number(field, "WAIT_MS") / 1000
+
+
 class Worker:
     def __init__(self, client: ferrolock.Client) -> None:
         self.client = client
-        self.locks: dict[str, Entry] = {}
+        self.locks: dict[tuple[str, str], Entry] = {}
+        self.first_kind: dict[str, str] = {}
+        """The kind each name was first used with: ``release NAME`` / ``lost NAME`` without a KIND."""
+        self.semaphores: dict[str, ferrolock.Semaphore] = {}
+        self.permits: dict[str, ferrolock.PermitExpirableSemaphore] = {}
+        self.latches: dict[str, ferrolock.CountDownLatch] = {}
+        self.lost_signal = threading.Condition()
+        """Notified by every lock's on_lost (a background thread); ``lost`` waits on it."""
 
-    def entry(self, name: str, fenced: bool) -> Entry:
-        """The handle for ``name``, created on first use (fenced or plain)."""
-        entry = self.locks.get(name)
+    def on_lost(self, _lock: ferrolock.Lock) -> None:
+        with self.lost_signal:
+            self.lost_signal.notify_all()
+
+    def entry(self, name: str, kind: str) -> Entry:
+        """The handle for (``name``, ``kind``), created on first use; both sides of a
+        read-write lock are made together (one holder)."""
+        entry = self.locks.get((name, kind))
         if entry is None:
-            entry = self.locks[name] = Entry(self.client, name, fenced)
+            if kind in ("read", "write"):
+                rw = self.client.read_write_lock(name, on_lost=self.on_lost)
+                self.locks[(name, "read")] = Entry(rw.read_lock())
+                self.locks[(name, "write")] = Entry(rw.write_lock())
+            else:
+                make = {"plain": self.client.lock, "fenced": self.client.fenced_lock, "fair": self.client.fair_lock}
+                self.locks[(name, kind)] = Entry(make[kind](name, on_lost=self.on_lost))
+            entry = self.locks[(name, kind)]
+        self.first_kind.setdefault(name, kind)
         return entry
+
+    def named(self, name: str, kind: str | None) -> Entry:
+        """The handle a command with an optional KIND means (without: the first kind used)."""
+        return self.entry(name, kind_of(kind) if kind is not None else self.first_kind.get(name, "plain"))
+
+    def semaphore(self, name: str) -> ferrolock.Semaphore:
+        if name not in self.semaphores:
+            self.semaphores[name] = self.client.semaphore(name)
+        return self.semaphores[name]
+
+    def permit_semaphore(self, name: str) -> ferrolock.PermitExpirableSemaphore:
+        if name not in self.permits:
+            self.permits[name] = self.client.permit_expirable_semaphore(name)
+        return self.permits[name]
+
+    def latch(self, name: str) -> ferrolock.CountDownLatch:
+        if name not in self.latches:
+            self.latches[name] = self.client.count_down_latch(name)
+        return self.latches[name]
 
     def run(self, line: str) -> str:
         command, *args = line.split(" ")
-        if command == "acquire" and len(args) in (2, 3) and args[1] in ("plain", "fenced"):
-            wait = number(args[2], "WAIT_MS") if len(args) == 3 else None
-            token = acquire(self.entry(args[0], args[1] == "fenced"), wait)
+        n = len(args)
+        if command == "acquire" and n in (2, 3):
+            token = acquire(self.entry(args[0], kind_of(args[1])), number(args[2], "WAIT_MS") if n == 3 else None)
             return "timeout" if token is None else f"ok {token}"
-        if command == "release" and len(args) == 1:
-            release(self.entry(args[0], False))
+        if command == "release" and n in (1, 2):
+            release(self.named(args[0], args[1] if n == 2 else None))
             return "ok"
-        if command == "force_unlock" and len(args) == 1:
-            return "ok true" if self.entry(args[0], False).lock.force_unlock() else "ok false"
-        if command == "lost" and len(args) == 1:
-            entry = self.entry(args[0], False)
+        if command == "force_unlock" and n == 1:
+            return "ok true" if self.named(args[0], None).lock.force_unlock() else "ok false"
+        if command == "lost" and n in (1, 2):
+            entry = self.named(args[0], args[1] if n == 2 else None)
             if entry.depth == 0:
                 raise Failure("ERR_NOT_OWNER", f"lock {json.dumps(args[0])} is not held by this worker")
-            while not entry.lock.lost:
-                entry.lost_event.wait()
-                entry.lost_event.clear()
+            with self.lost_signal:
+                self.lost_signal.wait_for(lambda: entry.lock.lost)
             return "lost"
-        if command == "count" and len(args) == 6:
+        if command == "count" and n in (6, 7):
             name, counter, log = args[:3]
             most, seconds = number(args[3], "MAX"), number(args[4], "SECONDS")
             hold_us = number(args[5], "HOLD_US")
-            return f"ok {count(self.entry(name, True), counter, log, most, seconds, hold_us)}"
+            kind = args[6] if n == 7 else "fenced"
+            if kind.startswith("sem:"):
+                semaphore = self.semaphore(name)
+                semaphore.try_set_permits(number(kind[4:], "the permits of KIND sem:P"))
+                section = Section(semaphore=semaphore)
+            else:
+                section = Section(entry=self.entry(name, kind_of(kind)))
+            return f"ok {count(section, counter, log, most, seconds, hold_us)}"
+        if command == "sem_set" and n == 2:
+            return f"ok {str(self.semaphore(args[0]).try_set_permits(number(args[1], 'PERMITS'))).lower()}"
+        if command == "sem_acquire" and n in (2, 3):
+            permits = number(args[1], "PERMITS")
+            wait = number(args[2], "WAIT_MS") / 1000 if n == 3 else None
+            return "ok" if self.semaphore(args[0]).acquire(timeout=wait, permits=permits) else "timeout"
+        if command == "sem_release" and n == 2:
+            return f"ok {self.semaphore(args[0]).release(number(args[1], 'PERMITS'))}"
+        if command == "sem_available" and n == 1:
+            return f"ok {self.semaphore(args[0]).available()}"
+        if command == "permit_acquire" and 1 <= n <= 3:
+            wait = wait_ms(args[1] if n >= 2 else None)
+            lease = number(args[2], "LEASE_MS") / 1000 if n == 3 else None
+            # The permit outlives this command: the test releases it by id.
+            permit = self.permit_semaphore(args[0]).acquire(wait, lease=lease)
+            return "timeout" if permit is None else f"ok {permit.id}"
+        if command == "permit_release" and n == 2:
+            return f"ok {str(self.permit_semaphore(args[0]).release(args[1])).lower()}"
+        if command == "permit_set" and n == 2:
+            return f"ok {str(self.permit_semaphore(args[0]).try_set_permits(number(args[1], 'PERMITS'))).lower()}"
+        if command == "latch_set" and n == 2:
+            return f"ok {str(self.latch(args[0]).try_set_count(number(args[1], 'COUNT'))).lower()}"
+        if command == "latch_down" and n == 1:
+            return f"ok {self.latch(args[0]).count_down()}"
+        if command == "latch_count" and n == 1:
+            return f"ok {self.latch(args[0]).count()}"
+        if command == "latch_wait" and n in (1, 2):
+            wait = number(args[1], "WAIT_MS") / 1000 if n == 2 else None
+            return "ok open" if self.latch(args[0]).wait(wait) else "timeout"
         raise invalid(f"malformed command {json.dumps(line)}; see tests/workers/README.md")
 
 

@@ -48,6 +48,18 @@ module (the core's events: reconnects at INFO, renewal failures and lost locks
 at WARNING, connect details at DEBUG; threads or tasks that end while holding are
 warnings on ``"ferrolock"``).
 
+The rest of Redisson's family, on the same client::
+
+    fair = client.fair_lock("jobs")             # a Lock, granted in order of arrival
+    rw = client.read_write_lock("config")
+    with rw.read_lock(): ...                    # many readers or one writer (Locks)
+    sem = client.semaphore("gpu")               # threading.Semaphore-like, not owned
+    sem.try_set_permits(4)
+    with sem: ...                               # one permit
+    ps = client.permit_expirable_semaphore("api-quota")
+    permit = ps.acquire(timeout=5.0, lease=60.0)  # a ferrolock.Permit (or None)
+    latch = client.count_down_latch("ready")    # try_set_count / count_down / wait
+
 Conveniences: ``@client.synchronized(name, timeout=...)`` runs a function
 holding a lock; ``lock.lost_event`` (and ``await lock.wait_lost()`` in
 :mod:`ferrolock.aio`) signals a lost hold; ``lock.extend()`` /
@@ -57,7 +69,7 @@ client made before ``os.fork()`` works in the child (it connects again there);
 a closed one raises :class:`ClientClosedError`.
 """
 
-# The package: this facade; _client.py, _lock.py and _multi.py (each concept's
+# The package: this facade; _client.py, _lock.py, _family.py and _multi.py (each concept's
 # base class, shared with its asyncio twin, and the blocking classes); aio.py (the asyncio
 # classes on the same bases); _holds.py (the lock objects a client keeps alive
 # while they hold); _scope.py (``with`` and ``async with``); _errors.py; and _native, the Rust extension (src/: one
@@ -72,12 +84,14 @@ from ._client import Client
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import logger
 from ._client import Synchronized
+from ._family import CountDownLatch, Permit, PermitExpirableSemaphore, ReadWriteLock, Semaphore
 from ._lock import Lock, LostEvent, OnLost
 from ._multi import MultiLock, RedLock
 from ._status import Histogram, HolderEntry, LockStatus, Metrics
 
 __all__ = [
     "Client",
+    "CountDownLatch",
     "Histogram",
     "HolderEntry",
     "Lock",
@@ -86,7 +100,11 @@ __all__ = [
     "Metrics",
     "MultiLock",
     "OnLost",
+    "Permit",
+    "PermitExpirableSemaphore",
+    "ReadWriteLock",
     "RedLock",
+    "Semaphore",
     "Synchronized",
     "logger",
 ]
@@ -95,7 +113,22 @@ __all__ += _errors.__all__
 __version__ = "0.1.0"
 
 # Shown as ferrolock.Client / ferrolock.Lock, where they have always been.
-for _cls in (Client, Lock, RedLock, MultiLock, LostEvent, HolderEntry, LockStatus, Histogram, Metrics):
+for _cls in (
+    Client,
+    Lock,
+    RedLock,
+    MultiLock,
+    LostEvent,
+    HolderEntry,
+    LockStatus,
+    Histogram,
+    Metrics,
+    ReadWriteLock,
+    Semaphore,
+    Permit,
+    PermitExpirableSemaphore,
+    CountDownLatch,
+):
     _cls.__module__ = __name__
 del _cls
 

@@ -45,3 +45,21 @@ def check_seconds(value: object, what: str, *, warn_long: bool = False) -> None:
                 value,
                 seconds / _DAY,
             )
+
+
+_I64_MAX = 2**63 - 1
+
+
+def check_count(value: object, what: str) -> int:
+    """A count of permits or a latch's count: an ``int`` (never ``bool``), else
+    TypeError naming ``what``; negative or beyond the server's integers,
+    :class:`InvalidArgumentError`. The smallest allowed value is the core's to
+    check (0 permits may be set, not taken)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__} {value!r:.40}")
+    count = int(value)
+    if count < 0 or count > _I64_MAX:
+        from ._errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"{what} = {count} is out of range; give 0 to {_I64_MAX}")
+    return count

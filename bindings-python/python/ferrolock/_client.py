@@ -11,6 +11,7 @@ from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar
 from . import _native
 from ._args import check_number, check_seconds
 from ._holds import _HeldLocks, logger
+from ._family import CountDownLatch, PermitExpirableSemaphore, ReadWriteLock, Semaphore, _ThreadIds
 from ._lock import Lock, OnLost
 from ._scope import _Scoped
 from ._status import Metrics
@@ -212,6 +213,37 @@ class Client(_ClientBase, _Scoped):
         """Like :meth:`lock`, for a fenced lock: every acquisition gets a strictly
         increasing :attr:`Lock.token` (Redisson ``RFencedLock`` compatible)."""
         return Lock(self, name, kind="fenced", on_lost=on_lost, holder_id=holder_id)
+
+    def fair_lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
+        """Like :meth:`lock`, for a fair lock (Redisson ``RFairLock``): waiters get it
+        in the order they asked, across clients and processes."""
+        return Lock(self, name, kind="fair", on_lost=on_lost, holder_id=holder_id)
+
+    def read_write_lock(
+        self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None
+    ) -> ReadWriteLock:
+        """A read-write lock on ``name`` (Redisson ``RReadWriteLock``): many readers
+        or one writer. Its sides :meth:`ReadWriteLock.read_lock` and
+        :meth:`ReadWriteLock.write_lock` are :class:`Lock` objects whose holder is
+        (this read-write lock, thread) on both sides. ``on_lost`` and ``holder_id``
+        as in :meth:`lock`, for both sides."""
+        ids = None if holder_id is not None else _ThreadIds(self._native)
+        read = Lock(self, name, kind="read", on_lost=on_lost, holder_id=holder_id, caller_ids=ids)
+        write = Lock(self, name, kind="write", on_lost=on_lost, holder_id=holder_id, caller_ids=ids)
+        return ReadWriteLock(read, write, name, self)
+
+    def semaphore(self, name: str) -> Semaphore:
+        """The semaphore ``name`` (Redisson ``RSemaphore``): permits that are nobody's."""
+        return Semaphore(self, name)
+
+    def permit_expirable_semaphore(self, name: str) -> PermitExpirableSemaphore:
+        """The permit-expirable semaphore ``name`` (Redisson
+        ``RPermitExpirableSemaphore``): permits with ids and optional leases."""
+        return PermitExpirableSemaphore(self, name)
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """The count-down latch ``name`` (Redisson ``RCountDownLatch``)."""
+        return CountDownLatch(self, name)
 
     def synchronized(
         self,

@@ -14,7 +14,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, Union
 
 from . import _native
 from ._args import check_seconds
@@ -410,6 +410,13 @@ class _ThreadHeld(_Holdable, _Scoped):
         return self._slot().holder.reacquire()
 
 
+class _CallerIds(Protocol):
+    """Gives each caller (thread or task) one holder id, for lock objects whose
+    callers must be the same holder across objects: the two sides of a read-write lock."""
+
+    def caller_id(self) -> int: ...
+
+
 class _LockBase(_Holdable, Generic[_C]):
     """What :class:`Lock` and :class:`ferrolock.aio.Lock` share: one lock (one
     client, one name).
@@ -426,12 +433,15 @@ class _LockBase(_Holdable, Generic[_C]):
         kind: str = "reentrant",
         on_lost: OnLostCallback[Self] | None = None,
         holder_id: int | None = None,
+        caller_ids: _CallerIds | None = None,
     ) -> None:
         """A lock object of ``client`` on ``name``, of the lock kind ``kind`` by
-        name (``"reentrant"``, ``"fenced"``); made by ``client.lock(name)`` and
-        ``client.fenced_lock(name)``, whose docs say what ``on_lost`` and
-        ``holder_id`` do."""
+        name (``"reentrant"``, ``"fenced"``, ``"fair"``, ``"read"``, ``"write"``);
+        made by ``client.lock(name)``, ``client.fenced_lock(name)``, ... whose docs
+        say what ``on_lost`` and ``holder_id`` do. With ``caller_ids``, a caller's
+        holder takes its id from there (shared with other lock objects)."""
         super().__init__(on_lost)
+        self._caller_ids = caller_ids
         self._client = client
         self._native_client = client._native
         self._helds = (client._held,)
@@ -442,7 +452,8 @@ class _LockBase(_Holdable, Generic[_C]):
             self._probe.set_on_lost(_lost_dispatcher(self._ref, self._shared))
 
     def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
-        return self._native_client.holder(self._probe.name, self._probe.kind, None), ()
+        holder_id = None if self._caller_ids is None else self._caller_ids.caller_id()
+        return self._native_client.holder(self._probe.name, self._probe.kind, holder_id), ()
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
         return LockTimeoutError(f'lock "{self.name}" was not acquired within {timeout} s; it is held by another holder')
@@ -454,7 +465,8 @@ class _LockBase(_Holdable, Generic[_C]):
 
     @property
     def kind(self) -> str:
-        """The lock's kind by name: ``"reentrant"``, or ``"fenced"`` for a fenced lock."""
+        """The lock's kind by name: ``"reentrant"``, ``"fenced"``, ``"fair"``, or
+        ``"read"`` / ``"write"`` for the sides of a read-write lock."""
         return self._probe.kind
 
     @property
@@ -476,7 +488,7 @@ class _LockBase(_Holdable, Generic[_C]):
         return None if holder is None else holder.token
 
     def __repr__(self) -> str:
-        kind = "fenced lock" if self.fenced else "lock"
+        kind = "lock" if self.kind == "reentrant" else f"{self.kind} lock"
         return f"<{self._PUBLIC_NAME} {kind} {self.name!r}>"
 
 

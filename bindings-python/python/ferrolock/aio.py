@@ -28,6 +28,13 @@ module (one client per server)::
         async with redlock:
             ...
         await redlock.close()
+
+The rest of the family as in :mod:`ferrolock`, every wait awaited and
+cancellation-safe (a cancelled wait takes nothing): ``client.fair_lock(name)``,
+``client.read_write_lock(name).read_lock()`` / ``.write_lock()`` (:class:`Lock`
+objects, holder (read-write lock, task)), ``client.semaphore(name)``
+(``async with sem``), ``client.permit_expirable_semaphore(name)`` and
+``client.count_down_latch(name)``.
 """
 
 from __future__ import annotations
@@ -46,6 +53,15 @@ from ._args import check_seconds
 from ._client import Synchronized, _check_hold_options, _ClientBase, _connect_options
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
+from ._args import check_count
+from ._family import (
+    Permit,
+    _LatchBase,
+    _permit_id,
+    _PermitSemaphoreBase,
+    _ReadWriteLockBase,
+    _SemaphoreBase,
+)
 from ._lock import LostEvent, OnLostCallback, _Holdable, _LockBase, _Slot, _wait_seconds
 from ._multi import _MultiLockBase, _urls
 from ._scope import _AsyncScoped
@@ -53,11 +69,24 @@ from ._status import LockStatus
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Client", "Lock", "LostEvent", "MultiLock", "OnLost", "RedLock"]
+__all__ = [
+    "Client",
+    "CountDownLatch",
+    "Lock",
+    "LostEvent",
+    "MultiLock",
+    "OnLost",
+    "Permit",
+    "PermitExpirableSemaphore",
+    "ReadWriteLock",
+    "RedLock",
+    "Semaphore",
+]
 __all__ += _errors.__all__
 
 OnLost = OnLostCallback["Lock"]
@@ -109,6 +138,34 @@ class Client(_ClientBase, _AsyncScoped):
     def fenced_lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """Like :meth:`lock`, for a fenced lock with strictly increasing tokens."""
         return Lock(self, name, kind="fenced", on_lost=on_lost, holder_id=holder_id)
+
+    def fair_lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
+        """Like :meth:`lock`, for a fair lock: granted in the order of arrival,
+        across clients and processes (see :meth:`ferrolock.Client.fair_lock`)."""
+        return Lock(self, name, kind="fair", on_lost=on_lost, holder_id=holder_id)
+
+    def read_write_lock(
+        self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None
+    ) -> ReadWriteLock:
+        """A read-write lock on ``name``: many readers or one writer. Its sides are
+        :class:`Lock` objects whose holder is (this read-write lock, task) on both
+        sides (see :meth:`ferrolock.Client.read_write_lock`)."""
+        ids = None if holder_id is not None else _TaskIds(self._native)
+        read = Lock(self, name, kind="read", on_lost=on_lost, holder_id=holder_id, caller_ids=ids)
+        write = Lock(self, name, kind="write", on_lost=on_lost, holder_id=holder_id, caller_ids=ids)
+        return ReadWriteLock(read, write, name, self)
+
+    def semaphore(self, name: str) -> Semaphore:
+        """The semaphore ``name``: permits that are nobody's (see :class:`ferrolock.Semaphore`)."""
+        return Semaphore(self, name)
+
+    def permit_expirable_semaphore(self, name: str) -> PermitExpirableSemaphore:
+        """The permit-expirable semaphore ``name``: permits with ids and optional leases."""
+        return PermitExpirableSemaphore(self, name)
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """The count-down latch ``name``."""
+        return CountDownLatch(self, name)
 
     def synchronized(
         self,
@@ -444,3 +501,161 @@ class MultiLock(_AsyncMultiLock):
 
     _PUBLIC_NAME = "ferrolock.aio.MultiLock"
     _QUORUM = "all"
+
+
+# ---------------------------------------------------------------------------
+# The family: the read-write lock's pairing, and the counters.
+
+
+class _TaskIds:
+    """One holder id per task, shared by both sides of a read-write lock (see
+    :class:`ferrolock._family._ThreadIds`)."""
+
+    def __init__(self, native: _native.Client) -> None:
+        self._native = native
+        self._ids: weakref.WeakKeyDictionary[asyncio.Task[object], int] = weakref.WeakKeyDictionary()
+
+    def caller_id(self) -> int:
+        """The current task's holder id, made on first use."""
+        task = _current_task()
+        holder_id = self._ids.get(task)
+        if holder_id is None:
+            holder_id = self._ids[task] = self._native.new_holder_id()
+        return holder_id
+
+
+class ReadWriteLock(_ReadWriteLockBase[Client, Lock]):
+    """The asyncio twin of :class:`ferrolock.ReadWriteLock`: many readers or one
+    writer; both sides are :class:`Lock` objects whose holder is (this read-write
+    lock, task). Made by :meth:`Client.read_write_lock`."""
+
+    _PUBLIC_NAME = "ferrolock.aio.ReadWriteLock"
+
+
+async def _taken(future: asyncio.Future[_T], give_back: Callable[[_T], Awaitable[object]], what: str) -> _T:
+    """Awaits an acquisition. A task cancelled after the acquisition completed
+    but before it saw the result gives it back before leaving (one cancelled
+    while it waited takes nothing: the native future sees to that)."""
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if future.done() and not future.cancelled() and future.exception() is None and future.result():
+            try:
+                await asyncio.shield(give_back(future.result()))
+            except LockError:
+                logger.exception("giving back %s after a cancelled acquire failed", what)
+        raise
+
+
+class Semaphore(_SemaphoreBase[Client], _AsyncScoped):
+    """The asyncio twin of :class:`ferrolock.Semaphore`: permits that are nobody's.
+    ``async with sem:`` takes one permit and gives it back on exit. Cancelling a
+    task that waits in :meth:`acquire` takes nothing."""
+
+    _PUBLIC_NAME = "ferrolock.aio.Semaphore"
+
+    async def try_set_permits(self, permits: int) -> bool:
+        """Gives the semaphore ``permits`` free permits if it does not exist yet; False if it exists."""
+        return await self._native.try_set_permits_async(check_count(permits, "permits"))
+
+    async def acquire(self, blocking: bool = True, timeout: float | None = None, *, permits: int = 1) -> bool:
+        """Takes ``permits`` free permits (see :meth:`ferrolock.Semaphore.acquire`);
+        False if they were not free in time."""
+        count = check_count(permits, "permits")
+        wait = _wait_seconds(blocking, timeout)
+        future = self._native.acquire_async(count, wait)
+        return await _taken(future, lambda _: self._native.release_async(count), f'permits of semaphore "{self.name}"')
+
+    async def release(self, permits: int = 1) -> int:
+        """Gives ``permits`` back and wakes as many waiters; returns the free permits right after."""
+        return await self._native.release_async(check_count(permits, "permits"))
+
+    async def available(self) -> int:
+        """The free permits now (0 for a semaphore that does not exist)."""
+        return await self._native.available_async()
+
+    async def drain(self) -> int:
+        """Takes every free permit; returns how many."""
+        return await self._native.drain_async()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None = None, *, permits: int = 1) -> AsyncIterator[Semaphore]:
+        """Async context manager that takes ``permits`` (waiting at most ``timeout``
+        seconds) or raises :class:`LockTimeoutError`, and gives them back on exit."""
+        if not await self.acquire(True, timeout, permits=permits):
+            raise self._timed_out(permits, timeout)
+        try:
+            yield self
+        finally:
+            await asyncio.shield(self._native.release_async(permits))
+
+    async def _aenter(self) -> None:
+        await self.acquire()
+
+    async def _aexit(self) -> None:
+        # Given back even if the task is cancelled while it leaves.
+        await asyncio.shield(self._native.release_async(1))
+
+
+class PermitExpirableSemaphore(_PermitSemaphoreBase[Client]):
+    """The asyncio twin of :class:`ferrolock.PermitExpirableSemaphore`. Cancelling
+    a task that waits in :meth:`acquire` takes nothing."""
+
+    _PUBLIC_NAME = "ferrolock.aio.PermitExpirableSemaphore"
+
+    async def try_set_permits(self, permits: int) -> bool:
+        """Gives the semaphore ``permits`` free permits if it does not exist yet; False if it exists."""
+        return await self._native.try_set_permits_async(check_count(permits, "permits"))
+
+    async def acquire(self, timeout: float | None = None, *, lease: float | None = None) -> Permit | None:
+        """Takes a permit (see :meth:`ferrolock.PermitExpirableSemaphore.acquire`);
+        None if none was free in time."""
+        self._check_acquire(timeout, lease)
+        future = self._native.acquire_async(None if timeout is None else float(timeout), lease)
+        permit_id = await _taken(future, lambda i: self._native.release_async(str(i)), f'a permit of "{self.name}"')
+        return self._permit(permit_id, lease)
+
+    async def release(self, permit: Permit | str) -> bool:
+        """Gives back ``permit`` (or its id): True if it was out and in time."""
+        return await self._native.release_async(_permit_id(permit))
+
+    async def available(self) -> int:
+        """The free permits now, after taking back the expired ones."""
+        return await self._native.available_async()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, timeout: float | None = None, *, lease: float | None = None) -> AsyncIterator[Permit]:
+        """Async context manager that takes a permit or raises
+        :class:`LockTimeoutError`, gives it, and releases it on exit."""
+        permit = await self.acquire(timeout, lease=lease)
+        if permit is None:
+            raise self._timed_out(timeout)
+        try:
+            yield permit
+        finally:
+            await asyncio.shield(self._native.release_async(permit.id))
+
+
+class CountDownLatch(_LatchBase[Client]):
+    """The asyncio twin of :class:`ferrolock.CountDownLatch`."""
+
+    _PUBLIC_NAME = "ferrolock.aio.CountDownLatch"
+
+    async def try_set_count(self, count: int) -> bool:
+        """Sets the count (1 or more) of a latch that is open; False if it is still counting down."""
+        return await self._native.try_set_count_async(check_count(count, "count"))
+
+    async def count_down(self) -> int:
+        """Counts down by one; returns the count left (at 0 the latch opens)."""
+        return await self._native.count_down_async()
+
+    async def count(self) -> int:
+        """The count now (0: open)."""
+        return await self._native.count_async()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Waits until the latch is open, at most ``timeout`` seconds (None: as long
+        as it takes); True once open, False at the deadline. Cancelling it leaves
+        no subscription."""
+        check_seconds(timeout, "timeout", warn_long=True)
+        return await self._native.wait_async(None if timeout is None else float(timeout))
