@@ -129,7 +129,7 @@ impl Error {
                 "; check the username and password in the Redis URL"
             }
             ErrorKind::Connection => "; check that Redis is running and reachable",
-            ErrorKind::WrongType => "; the key at this name holds another type, pick another lock name",
+            ErrorKind::WrongType => "; the key at this name holds another type, pick another name",
             _ => "",
         };
         Error::new(kind, format!("{context}: {err}{hint}"))
