@@ -52,8 +52,11 @@ export interface ConnectOptions {
   appName?: string;
 }
 
-/** Which lock: a reentrant lock (Redisson's `RLock`) or a fenced one (`RFencedLock`). */
-export type LockKind = 'reentrant' | 'fenced';
+/**
+ * Which lock: reentrant (Redisson's `RLock`), fenced (`RFencedLock`), fair
+ * (`RFairLock`), or the read or write side of a read-write lock (`RReadWriteLock`).
+ */
+export type LockKind = 'reentrant' | 'fenced' | 'fair' | 'read' | 'write';
 
 export interface LockOptions {
   /** Explicit holder id: the owner field becomes `<client-id>:<holderId>`. */
@@ -287,7 +290,10 @@ export class Lock extends EventEmitter {
   readonly name: string;
   /** Owner field this handle writes: `<client-id>:<holder-id>`. */
   readonly owner: string;
-  /** Which lock: `'reentrant'` (from `client.lock()`) or `'fenced'` (from `client.fencedLock()`). */
+  /**
+   * Which lock: `'reentrant'` (`client.lock()`), `'fenced'` (`client.fencedLock()`),
+   * `'fair'` (`client.fairLock()`), `'read'` / `'write'` (`client.readWriteLock()`).
+   */
   readonly kind: LockKind;
   /** True for fenced locks (never a multi-lock). */
   readonly fenced: boolean;
@@ -344,6 +350,135 @@ export class Lock extends EventEmitter {
   using<T>(fn: (signal: AbortSignal, hold: Hold) => T | Promise<T>, options?: UsingOptions): Promise<T>;
 }
 
+/**
+ * Redisson's `RReadWriteLock`: many readers or one writer. Both sides are Locks (the
+ * whole Lock API) on one holder, so the writer may also take read holds and keep them
+ * after it stops writing. Each call returns the same Lock object.
+ */
+export class ReadWriteLock {
+  private constructor();
+  readonly name: string;
+  /** The read side (`kind === 'read'`): held by many readers at once, never with another holder's write. */
+  readLock(): Lock;
+  /** The write side (`kind === 'write'`): held by one holder alone (its own read holds aside). */
+  writeLock(): Lock;
+}
+
+export interface SemaphoreAcquireOptions {
+  /** How many permits to take (1 or more). Default 1. */
+  permits?: number;
+  /** Longest wait; when it runs out `acquire` resolves `null` (`using` rejects with `NotAcquiredError`). Default: no bound. */
+  waitMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing taken. */
+  signal?: AbortSignal;
+}
+
+/** Permits taken by `semaphore.acquire()`. Disposable with `await using`. */
+export class Permits {
+  private constructor();
+  /** The semaphore they were taken from. */
+  readonly semaphore: Semaphore;
+  /** How many permits these are. */
+  readonly count: number;
+  /** True once `release()` (or dispose) ran. */
+  readonly released: boolean;
+  /** Gives them back (waking waiters); a second call does nothing. */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Redisson's `RSemaphore`: a count of free permits under one name. Permits are not
+ * owned: anyone may give back any number, and a process that ends holding some does
+ * not give them back. Waiters are woken by release messages (no polling).
+ */
+export class Semaphore {
+  private constructor();
+  readonly name: string;
+  /** Gives it `permits` (0 or more) free permits if it does not exist yet; false if it does (left alone). */
+  trySetPermits(permits: number): Promise<boolean>;
+  /** Takes `permits` (default 1); `null` when not enough were free within `waitMs`. */
+  acquire(options?: SemaphoreAcquireOptions): Promise<Permits | null>;
+  /** Takes permits, runs `fn`, always gives them back; resolves with what `fn` returned. */
+  using<T>(fn: (permits: Permits) => T | Promise<T>, options?: SemaphoreAcquireOptions): Promise<T>;
+  /** Gives `permits` (default 1) back, whoever took them; resolves with the free permits right after. */
+  release(permits?: number): Promise<number>;
+  /** The free permits now (0 for a semaphore that does not exist). */
+  available(): Promise<number>;
+  /** Takes every free permit; resolves with how many. */
+  drain(): Promise<number>;
+}
+
+export interface PermitAcquireOptions {
+  /** Longest wait; when it runs out `acquire` resolves `null` (`using` rejects with `NotAcquiredError`). Default: no bound. */
+  waitMs?: number;
+  /** The permit comes back by itself after this. Default: no lease (out until released). */
+  leaseMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing taken. */
+  signal?: AbortSignal;
+}
+
+/** One permit of a permit-expirable semaphore. Disposable with `await using`. */
+export class Permit {
+  private constructor();
+  /** The semaphore it was taken from. */
+  readonly semaphore: PermitExpirableSemaphore;
+  /** Its id: 32 hex digits, as Redisson shows them; `semaphore.release(id)` releases it from anywhere. */
+  readonly id: string;
+  /** The lease it was taken with, else null. */
+  readonly leaseMs: number | null;
+  /** True once `release()` (or dispose) ran. */
+  readonly released: boolean;
+  /** Releases it: true if it was out and in time; false if its lease had run out, or on a second call. */
+  release(): Promise<boolean>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Redisson's `RPermitExpirableSemaphore`: permits with ids and optional leases; an
+ * expired permit comes back by itself, and waiters wake by release messages or by the
+ * nearest expiry.
+ */
+export class PermitExpirableSemaphore {
+  private constructor();
+  readonly name: string;
+  /** Gives it `permits` (0 or more) free permits if it does not exist yet; false if it does (left alone). */
+  trySetPermits(permits: number): Promise<boolean>;
+  /** Takes a permit; `null` when none was free within `waitMs`. */
+  acquire(options?: PermitAcquireOptions): Promise<Permit | null>;
+  /** Takes a permit, runs `fn`, always releases it; resolves with what `fn` returned. */
+  using<T>(fn: (permit: Permit) => T | Promise<T>, options?: PermitAcquireOptions): Promise<T>;
+  /**
+   * Releases a permit by id (any client may) or a `Permit`: true if it was out and in
+   * time, false if its lease had run out or it was released already. A malformed id
+   * rejects with `InvalidArgumentError`.
+   */
+  release(permit: Permit | string): Promise<boolean>;
+  /** The free permits now, after the expired ones came back. */
+  available(): Promise<number>;
+}
+
+export interface LatchWaitOptions {
+  /** Longest wait; when it runs out `wait` resolves false. Default: no bound. */
+  waitMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`). */
+  signal?: AbortSignal;
+}
+
+/** Redisson's `RCountDownLatch`: open at 0 (or when it does not exist), waking every waiter. */
+export class CountDownLatch {
+  private constructor();
+  readonly name: string;
+  /** Sets the count (1 or more) of an open latch; false if it is still counting down (left alone). */
+  trySetCount(count: number): Promise<boolean>;
+  /** Counts down by one; resolves with the count left (0: now open). */
+  countDown(): Promise<number>;
+  /** The count now (0: open). */
+  count(): Promise<number>;
+  /** Waits until open: true once open, false when still counting down after `waitMs`. */
+  wait(options?: LatchWaitOptions): Promise<boolean>;
+}
+
 /** Counts of one duration, in seconds. */
 export interface Histogram {
   /** Upper bounds (seconds), ascending. */
@@ -394,6 +529,19 @@ export class Client {
   lock(name: string | Uint8Array, options?: LockOptions): Lock;
   /** A fenced lock handle: acquisitions yield strictly increasing bigint tokens. */
   fencedLock(name: string | Uint8Array, options?: LockOptions): Lock;
+  /** A fair lock handle (Redisson's `RFairLock`): granted in arrival order, across clients. */
+  fairLock(name: string | Uint8Array, options?: LockOptions): Lock;
+  /**
+   * The read-write lock `name` (Redisson's `RReadWriteLock`): two Locks on one holder
+   * (a new one, or the one `holderId` / `owner` pick).
+   */
+  readWriteLock(name: string | Uint8Array, options?: LockOptions): ReadWriteLock;
+  /** The semaphore `name` (Redisson's `RSemaphore`): permits nobody owns. */
+  semaphore(name: string | Uint8Array): Semaphore;
+  /** The permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`). */
+  permitExpirableSemaphore(name: string | Uint8Array): PermitExpirableSemaphore;
+  /** The count-down latch `name` (Redisson's `RCountDownLatch`). */
+  countDownLatch(name: string | Uint8Array): CountDownLatch;
   /** Lock channels this client is subscribed to right now. */
   subscribedChannels(): number;
   /** Locks this client holds right now. */

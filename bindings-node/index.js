@@ -4,14 +4,31 @@
 // FerrolockError subclasses; lib/abort.js wires AbortSignal into native cancel
 // handles; lib/lock.js turns lost-hold notifications into 'lost' events and
 // aborted signals and keeps lock objects that hold reachable from their client;
-// lib/client.js connects and makes lock handles; lib/redlock.js makes multi-locks
-// over several servers (Redlock, MultiLock); lib/log.js hands core's log events to
-// a JS function. The lock logic is in Rust.
+// lib/client.js connects and makes lock handles; lib/family.js has the other
+// shapes (semaphores, count-down latch) and the read-write lock's pair of locks;
+// lib/redlock.js makes multi-locks over several servers (Redlock, MultiLock);
+// lib/log.js hands core's log events to a JS function. The logic is in Rust.
 
 const { Client } = require('./lib/client');
 const { Lock, Hold } = require('./lib/lock');
+const { Semaphore, Permits, PermitExpirableSemaphore, Permit, CountDownLatch, ReadWriteLock } = require('./lib/family');
 const { Redlock, redlock, multiLock } = require('./lib/redlock');
 const { setLogger } = require('./lib/log');
 const { errors } = require('./lib/errors');
 
-module.exports = { Client, Lock, Hold, Redlock, redlock, multiLock, setLogger, ...errors };
+module.exports = {
+  Client,
+  Lock,
+  Hold,
+  ReadWriteLock,
+  Semaphore,
+  Permits,
+  PermitExpirableSemaphore,
+  Permit,
+  CountDownLatch,
+  Redlock,
+  redlock,
+  multiLock,
+  setLogger,
+  ...errors,
+};

@@ -9,10 +9,21 @@ export declare class NativeClient {
    */
   setLostHandler(callback: (lockId: number, seq: number, message: string, reason: string) => void): void
   /**
-   * A lock handle: a new holder. `kind` is "reentrant" or "fenced";
-   * `holderId` / `owner` pick an explicit holder.
+   * A lock handle: a new holder. `kind` is "reentrant", "fenced", "fair", "read"
+   * or "write"; `holderId` / `owner` pick an explicit holder.
    */
   lock(name: string | Buffer, kind: string, holderId?: number | undefined | null, owner?: string | undefined | null): NativeLock
+  /**
+   * Both sides of the read-write lock `name`, `[read, write]`, on one holder (a new
+   * one, or the one `holderId` / `owner` pick), so that a writer may take read holds.
+   */
+  readWriteLock(name: string | Buffer, holderId?: number | undefined | null, owner?: string | undefined | null): Array<NativeLock>
+  /** A handle on the semaphore `name` (Redisson's `RSemaphore`). */
+  semaphore(name: string | Buffer): NativeSemaphore
+  /** A handle on the permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`). */
+  permitExpirableSemaphore(name: string | Buffer): NativePermitSemaphore
+  /** A handle on the count-down latch `name` (Redisson's `RCountDownLatch`). */
+  countDownLatch(name: string | Buffer): NativeLatch
   /**
    * Releases what this client holds, stops its waits (they reject with
    * `ERR_CLIENT_CLOSED`) and closes its connections. Idempotent.
@@ -29,12 +40,28 @@ export declare class NativeClient {
   metricsText(): string
 }
 
+/** Redisson's `RCountDownLatch`. */
+export declare class NativeLatch {
+  get name(): string
+  /** Sets the count (1 or more) of an open latch; false if it is still counting down. */
+  trySetCount(count: number): Promise<boolean>
+  /** Counts down by one; resolves with the count left (0: open, every waiter woken). */
+  countDown(): Promise<number>
+  /** The count now (0: open). */
+  count(): Promise<number>
+  /**
+   * Waits until open, at most `waitMs` (unbounded when absent); false when still
+   * counting down then. `cancelId` aborts the wait.
+   */
+  wait(waitMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<boolean>
+}
+
 export declare class NativeLock {
   get id(): number
   get name(): string
   /** The owner field this holder writes: `<client-id>:<holder-id>`. */
   get owner(): string
-  /** Which lock: "reentrant" or "fenced" (the core's name of its kind). */
+  /** Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind). */
   get kind(): string
   /** A multi-lock's quorum, "majority" or "all"; `null` for a single lock. */
   get quorum(): string | null
@@ -76,6 +103,44 @@ export declare class NativeLock {
   /** Text shown next to this holder in `status()`; `null` removes it. */
   setHolderInfo(info?: string | undefined | null): Promise<undefined>
   forceUnlock(): Promise<boolean>
+}
+
+/** Redisson's `RPermitExpirableSemaphore`: permits with ids and optional leases. */
+export declare class NativePermitSemaphore {
+  get name(): string
+  /** Sets `permits` free permits if the semaphore does not exist yet; false if it does. */
+  trySetPermits(permits: number): Promise<boolean>
+  /**
+   * Takes a permit, waiting at most `waitMs` (unbounded when absent), with an
+   * optional lease; resolves with its id (32 hex digits), `null` when none was free
+   * in time. The permit stays out until released by id or its lease ends.
+   */
+  acquire(waitMs?: number | undefined | null, leaseMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<string | undefined | null>
+  /**
+   * Releases the permit `id`: true if it was out and in time, false if it had
+   * expired (it came back anyway) or was released already.
+   */
+  release(id: string): Promise<boolean>
+  /** The free permits now, after the expired ones came back. */
+  available(): Promise<number>
+}
+
+/** Redisson's `RSemaphore`: permits nobody owns. */
+export declare class NativeSemaphore {
+  get name(): string
+  /** Sets `permits` free permits if the semaphore does not exist yet; false if it does. */
+  trySetPermits(permits: number): Promise<boolean>
+  /**
+   * Takes `permits`, waiting at most `waitMs` (unbounded when absent); false when
+   * not taken in time. `cancelId` (from `newCancel`) aborts the wait, taking nothing.
+   */
+  acquire(permits: number, waitMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<boolean>
+  /** Gives `permits` back (anyone may); resolves with the free permits right after. */
+  release(permits: number): Promise<number>
+  /** The free permits now (0 for a semaphore that does not exist). */
+  available(): Promise<number>
+  /** Takes every free permit; resolves with how many. */
+  drain(): Promise<number>
 }
 
 /**

@@ -3,13 +3,13 @@
 // many waits share it (1000 acquires on one signal add one listener, not 1000).
 
 const native = require('./native');
-const { CancelledError } = require('./errors');
+const { CancelledError, convert } = require('./errors');
 
 const signalWaits = new WeakMap(); // signal -> { ids: Set<cancelId>, onAbort }
 
-/** The error of a wait that `signal` aborted. */
-function abortError(signal) {
-  return new CancelledError('the wait for the lock was aborted; nothing is held', { cause: signal.reason });
+/** The error of a wait that `signal` aborted; `what` says what was waited for, and that nothing was taken. */
+function abortError(signal, what = 'the wait for the lock was aborted; nothing is held') {
+  return new CancelledError(what, { cause: signal.reason });
 }
 
 /** A cancel handle for one wait, cancelled when `signal` aborts. */
@@ -43,4 +43,24 @@ function unwatchSignal(signal, id) {
   }
 }
 
-module.exports = { abortError, watchSignal, unwatchSignal };
+/**
+ * Runs the native wait `start(cancelId)` under `signal` (none: not abortable): rejects
+ * at once with an AbortError if the signal is already aborted, and with one when it
+ * aborts meanwhile (the native wait is dropped, taking nothing). `what` is the
+ * AbortError's message. Other native errors become FerrolockErrors.
+ */
+async function abortable(start, signal, what) {
+  if (signal && signal.aborted) throw abortError(signal, what);
+  const cancelId = signal ? watchSignal(signal) : undefined;
+  try {
+    return await start(cancelId);
+  } catch (e) {
+    const err = convert(e);
+    if (err.code === 'ERR_CANCELLED' && signal && signal.aborted) throw abortError(signal, what);
+    throw err;
+  } finally {
+    if (signal) unwatchSignal(signal, cancelId);
+  }
+}
+
+module.exports = { abortError, watchSignal, unwatchSignal, abortable };

@@ -1,5 +1,6 @@
 'use strict';
-// The client: connects, makes lock handles, routes lost notifications to them.
+// The client: connects, makes lock handles (every kind) and the other shapes'
+// handles (lib/family.js), routes lost notifications to its locks.
 
 const { inspect } = require('node:util');
 const native = require('./native');
@@ -7,6 +8,7 @@ const { asyncDispose } = require('./dispose');
 const { InvalidArgumentError, ArgumentTypeError, call, callSync } = require('./errors');
 const { optionKeys, optionsObject, typeOf, ms, fraction, bool, string } = require('./options');
 const { Lock, HeldLocks, lostEvent } = require('./lock');
+const { Semaphore, PermitExpirableSemaphore, CountDownLatch, ReadWriteLock, kCreate } = require('./family');
 
 const CONNECT_KEYS = [
   'watchdogTimeoutMs',
@@ -22,6 +24,15 @@ const CONNECT_KEYS = [
 ];
 const CONNECT = optionKeys('connect', CONNECT_KEYS);
 const LOCK = optionKeys('lock', ['holderId', 'owner']);
+
+/** A name as the addon takes it: a string, or a Uint8Array's bytes (no copy). */
+function rawName(name, what) {
+  if (typeof name === 'string') return name;
+  if (!(name instanceof Uint8Array)) {
+    throw new ArgumentTypeError(`${what} name must be a string or a Uint8Array, not ${typeOf(name)}`);
+  }
+  return Buffer.from(name.buffer, name.byteOffset, name.byteLength);
+}
 
 class Client {
   #native;
@@ -86,11 +97,8 @@ class Client {
     return this.#native.closed;
   }
 
-  /** A handle on `name` of `kind` (the core's name of a lock kind). */
-  #lock(name, kind, options) {
-    if (typeof name !== 'string' && !(name instanceof Uint8Array)) {
-      throw new ArgumentTypeError(`a lock name must be a string or a Uint8Array, not ${typeOf(name)}`);
-    }
+  /** `{ holderId, owner }` of a lock's options, checked. */
+  static #holder(options) {
     const o = optionsObject(options, LOCK);
     let holderId = o.holderId;
     if (holderId !== undefined && holderId !== null) {
@@ -105,11 +113,21 @@ class Client {
     if (o.owner !== undefined && o.owner !== null && typeof o.owner !== 'string') {
       throw new ArgumentTypeError(`owner must be a string, not ${typeOf(o.owner)}`);
     }
-    const raw = typeof name === 'string' ? name : Buffer.from(name.buffer, name.byteOffset, name.byteLength);
-    const nativeLock = callSync(() => this.#native.lock(raw, kind, holderId, o.owner ?? undefined));
+    return { holderId, owner: o.owner ?? undefined };
+  }
+
+  /** A Lock over a native lock handle of this client. */
+  #wrap(nativeLock) {
     const lock = new Lock(nativeLock, this.#held, { home: this.#home });
     this.#home.adopt(lock, nativeLock.id);
     return lock;
+  }
+
+  /** A handle on `name` of `kind` (the core's name of a lock kind). */
+  #lock(name, kind, options) {
+    const raw = rawName(name, 'a lock');
+    const { holderId, owner } = Client.#holder(options);
+    return this.#wrap(callSync(() => this.#native.lock(raw, kind, holderId, owner)));
   }
 
   /** A reentrant lock handle for `name`. The handle is the holder. */
@@ -120,6 +138,40 @@ class Client {
   /** A fenced lock handle: every acquisition yields a strictly increasing bigint token. */
   fencedLock(name, options) {
     return this.#lock(name, 'fenced', options);
+  }
+
+  /** A fair lock handle (Redisson's `RFairLock`): granted in arrival order, across clients. */
+  fairLock(name, options) {
+    return this.#lock(name, 'fair', options);
+  }
+
+  /**
+   * The read-write lock `name` (Redisson's `RReadWriteLock`): `readLock()` and
+   * `writeLock()` are Locks on one holder (new, or the one `holderId` / `owner` pick).
+   */
+  readWriteLock(name, options) {
+    const raw = rawName(name, 'a lock');
+    const { holderId, owner } = Client.#holder(options);
+    const [read, write] = callSync(() => this.#native.readWriteLock(raw, holderId, owner));
+    return new ReadWriteLock(kCreate, this.#wrap(read), this.#wrap(write));
+  }
+
+  /** The semaphore `name` (Redisson's `RSemaphore`): permits nobody owns. */
+  semaphore(name) {
+    const raw = rawName(name, 'a semaphore');
+    return new Semaphore(kCreate, callSync(() => this.#native.semaphore(raw)));
+  }
+
+  /** The permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`): permits with ids and leases. */
+  permitExpirableSemaphore(name) {
+    const raw = rawName(name, 'a permit-expirable semaphore');
+    return new PermitExpirableSemaphore(kCreate, callSync(() => this.#native.permitExpirableSemaphore(raw)));
+  }
+
+  /** The count-down latch `name` (Redisson's `RCountDownLatch`). */
+  countDownLatch(name) {
+    const raw = rawName(name, 'a count-down latch');
+    return new CountDownLatch(kCreate, callSync(() => this.#native.countDownLatch(raw)));
   }
 
   /** Lock channels this client's pub/sub connection is subscribed to right now. */

@@ -136,7 +136,7 @@ class Lock extends EventEmitter {
   #state; // { seq, controller } of the current (or latest, or next) hold
   #early = null; // { seq, message, reason }: a loss told before the acquire that made that hold returned
 
-  /** Made by `client.lock()` / `client.fencedLock()` (single) or `Lock.multi()`. */
+  /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
   constructor(nativeLock, held, { home = null, members = [] } = {}) {
     super();
     if (!nativeLock || typeof nativeLock.acquire !== 'function' || !held) {
@@ -223,7 +223,7 @@ class Lock extends EventEmitter {
     return this.#native.owner;
   }
 
-  /** Which lock: 'reentrant' or 'fenced'. */
+  /** Which lock: 'reentrant', 'fenced', 'fair', 'read' or 'write'. */
   get kind() {
     return this.#native.kind;
   }

@@ -45,6 +45,8 @@ const HINTS = {
   leasetime: ['leaseMs'],
   ttl: ['leaseMs'],
   duration: ['leaseMs'],
+  count: ['permits'],
+  n: ['permits'],
   watchdog: ['watchdogTimeoutMs'],
   watchdogtimeout: ['watchdogTimeoutMs'],
 };
@@ -61,6 +63,13 @@ function ms(value, what) {
     throw new ArgumentTypeError(`${what} must be a number of milliseconds, not ${typeOf(value)}`);
   }
   if (Number.isNaN(value)) throw new InvalidArgumentError(`${what} must be a number of milliseconds, not NaN`);
+  return value;
+}
+
+/** A whole number (permits, a count); its range is core's, checked in Rust. */
+function count(value, what) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number') throw new ArgumentTypeError(`${what} must be a number, not ${typeOf(value)}`);
   return value;
 }
 
@@ -91,4 +100,4 @@ function checkSignal(signal) {
   return signal;
 }
 
-module.exports = { optionKeys, optionsObject, typeOf, ms, fraction, bool, string, checkSignal };
+module.exports = { optionKeys, optionsObject, typeOf, ms, count, fraction, bool, string, checkSignal };

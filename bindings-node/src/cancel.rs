@@ -8,6 +8,8 @@ use std::sync::Mutex;
 use napi_derive::napi;
 use tokio::sync::oneshot;
 
+use crate::errors::{cancelled, Result};
+
 struct CancelSlot {
     /// Dropping it (with the slot) completes `rx`.
     _tx: oneshot::Sender<()>,
@@ -65,6 +67,18 @@ impl Abort {
             }
             None => std::future::pending().await,
         }
+    }
+}
+
+/// Runs a wait unless `abort` fires first. A cancelled wait is dropped, which in core
+/// takes nothing and leaves no subscription (every wait future promises that).
+pub async fn unless_aborted<T>(mut abort: Abort, wait: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    if abort.already() {
+        return Err(cancelled());
+    }
+    tokio::select! {
+        r = wait => r,
+        _ = abort.cancelled() => Err(cancelled()),
     }
 }
 

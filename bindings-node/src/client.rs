@@ -1,4 +1,5 @@
-//! The client: connect, lock handles, lost-hold notifications, close.
+//! The client: connect, lock handles (every kind), the other shapes' handles,
+//! lost-hold notifications, close.
 
 use std::panic::AssertUnwindSafe;
 use std::str::FromStr;
@@ -13,6 +14,7 @@ use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
+use crate::family::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 use crate::lock::{next_lock_id, NativeLock};
 
 /// `(lock id, hold sequence number, message, reason)`: a hold of a lock handle was lost.
@@ -184,6 +186,35 @@ pub struct NativeClient {
     hooked: AtomicBool,
 }
 
+impl NativeClient {
+    /// Refuses new handles from the moment close() is called, before core's shutdown
+    /// starts, as `closed` says.
+    fn open(&self) -> Result<()> {
+        if self.closed() {
+            return Err(client_closed());
+        }
+        Ok(())
+    }
+
+    fn wrap(&self, lock: ferrolock::Lock) -> NativeLock {
+        NativeLock::new(lock, next_lock_id(), vec![self.shared.clone()])
+    }
+}
+
+fn bytes(name: &Either<String, Buffer>) -> &[u8] {
+    match name {
+        Either::A(s) => s.as_bytes(),
+        Either::B(b) => &b[..],
+    }
+}
+
+fn holder(holder_id: Option<i64>) -> Result<Option<u64>> {
+    match holder_id {
+        Some(id) if id < 0 => Err(invalid(format!("holderId = {id} is negative"))),
+        other => Ok(other.map(|id| id as u64)),
+    }
+}
+
 #[napi]
 impl NativeClient {
     #[napi(getter)]
@@ -224,8 +255,8 @@ impl NativeClient {
         })
     }
 
-    /// A lock handle: a new holder. `kind` is "reentrant" or "fenced";
-    /// `holderId` / `owner` pick an explicit holder.
+    /// A lock handle: a new holder. `kind` is "reentrant", "fenced", "fair", "read"
+    /// or "write"; `holderId` / `owner` pick an explicit holder.
     #[napi]
     pub fn lock(
         &self,
@@ -235,21 +266,62 @@ impl NativeClient {
         owner: Option<String>,
     ) -> Result<NativeLock> {
         caught(|| {
-            // Between close() and the start of core's shutdown too, as `closed` says.
-            if self.closed() {
-                return Err(client_closed());
-            }
-            let holder_id = match holder_id {
-                Some(id) if id < 0 => return Err(invalid(format!("holderId = {id} is negative"))),
-                other => other.map(|id| id as u64),
+            self.open()?;
+            let options =
+                LockOptions { kind: LockKind::from_str(&kind).js()?, holder_id: holder(holder_id)?, owner, ..LockOptions::default() };
+            let lock = self.client.lock_with(bytes(&name), options).js()?;
+            Ok(self.wrap(lock))
+        })
+    }
+
+    /// Both sides of the read-write lock `name`, `[read, write]`, on one holder (a new
+    /// one, or the one `holderId` / `owner` pick), so that a writer may take read holds.
+    #[napi]
+    pub fn read_write_lock(
+        &self,
+        name: Either<String, Buffer>,
+        holder_id: Option<i64>,
+        owner: Option<String>,
+    ) -> Result<Vec<NativeLock>> {
+        caught(|| {
+            self.open()?;
+            let holder_id = holder(holder_id)?;
+            let (read, write) = if holder_id.is_none() && owner.is_none() {
+                let rw = self.client.read_write_lock(bytes(&name)).js()?;
+                (rw.read(), rw.write())
+            } else {
+                let side = |kind| LockOptions { kind, holder_id, owner: owner.clone(), ..LockOptions::default() };
+                let read = self.client.lock_with(bytes(&name), side(LockKind::Read)).js()?;
+                (read, self.client.lock_with(bytes(&name), side(LockKind::Write)).js()?)
             };
-            let options = LockOptions { kind: LockKind::from_str(&kind).js()?, holder_id, owner };
-            let lock = match &name {
-                Either::A(s) => self.client.lock_with(s.as_bytes(), options),
-                Either::B(b) => self.client.lock_with(&b[..], options),
-            }
-            .js()?;
-            Ok(NativeLock::new(lock, next_lock_id(), vec![self.shared.clone()]))
+            Ok(vec![self.wrap(read), self.wrap(write)])
+        })
+    }
+
+    /// A handle on the semaphore `name` (Redisson's `RSemaphore`).
+    #[napi]
+    pub fn semaphore(&self, name: Either<String, Buffer>) -> Result<NativeSemaphore> {
+        caught(|| {
+            self.open()?;
+            Ok(NativeSemaphore::new(self.client.semaphore(bytes(&name)).js()?))
+        })
+    }
+
+    /// A handle on the permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`).
+    #[napi]
+    pub fn permit_expirable_semaphore(&self, name: Either<String, Buffer>) -> Result<NativePermitSemaphore> {
+        caught(|| {
+            self.open()?;
+            Ok(NativePermitSemaphore::new(self.client.permit_expirable_semaphore(bytes(&name)).js()?))
+        })
+    }
+
+    /// A handle on the count-down latch `name` (Redisson's `RCountDownLatch`).
+    #[napi]
+    pub fn count_down_latch(&self, name: Either<String, Buffer>) -> Result<NativeLatch> {
+        caught(|| {
+            self.open()?;
+            Ok(NativeLatch::new(self.client.count_down_latch(bytes(&name)).js()?))
         })
     }
 

@@ -60,7 +60,7 @@ pub fn client_closed() -> Coded {
 }
 
 pub fn cancelled() -> Coded {
-    coded(ErrorKind::Cancelled, "the wait for the lock was aborted; nothing is held")
+    coded(ErrorKind::Cancelled, "the wait was aborted; nothing was taken")
 }
 
 /// A duration in ms from JS (`undefined`/`null` = not given). Fractions round up;

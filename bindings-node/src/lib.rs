@@ -7,13 +7,15 @@
 //! cancel handles (cancel.rs), and turns lost-hold notifications into `'lost'`
 //! events and aborted signals. No lock logic lives here (DESIGN §1).
 //!
-//! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs, log.rs
+//! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs (every
+//! lock kind, multi-locks), family.rs (semaphores, the latch), log.rs
 //! (core's tracing events to stderr or a JS function); this
 //! file sets up the runtime. `native.d.ts` is generated from them (`npm run dts`).
 
 mod cancel;
 mod client;
 mod errors;
+mod family;
 mod lock;
 mod log;
 

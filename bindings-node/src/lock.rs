@@ -12,9 +12,9 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::sync::watch;
 
-use crate::cancel::Abort;
+use crate::cancel::{unless_aborted, Abort};
 use crate::client::Shared;
-use crate::errors::{caught, cancelled, invalid, millis, promise, IntoJs, Result};
+use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
 
 /// Lock ids are unique in the process (not per client): a multi-lock is known to
 /// each of its members' clients under one id.
@@ -167,7 +167,7 @@ impl NativeLock {
         self.handle.lock.owner().to_string()
     }
 
-    /// Which lock: "reentrant" or "fenced" (the core's name of its kind).
+    /// Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind).
     #[napi(getter)]
     pub fn kind(&self) -> &'static str {
         self.handle.lock.kind().as_str()
@@ -216,18 +216,11 @@ impl NativeLock {
         lease_ms: Option<f64>,
         cancel_id: Option<u32>,
     ) -> napi::Result<PromiseRaw<'env, Option<HoldInfo>>> {
-        let mut abort = Abort::take(cancel_id);
+        let abort = Abort::take(cancel_id);
         self.run(env, |h| async move {
             let options = AcquireOptions { wait: millis(wait_ms, "waitMs")?, lease: millis(lease_ms, "leaseMs")? };
-            if abort.already() {
-                return Err(cancelled());
-            }
-            // Dropping the acquire future leaves nothing held and no subscription.
-            let result = tokio::select! {
-                r = h.lock.acquire_hold(options) => r,
-                _ = abort.cancelled() => return Err(cancelled()),
-            };
-            Ok(result.js()?.map(|hold| HoldInfo {
+            let result = unless_aborted(abort, async { h.lock.acquire_hold(options).await.js() }).await;
+            Ok(result?.map(|hold| HoldInfo {
                 count: hold.hold_count(),
                 token: hold.token().map(BigInt::from),
                 seq: h.track(&hold),

@@ -43,7 +43,7 @@ function fileOp(file, op) {
   }
 }
 
-/** Acquires one level: the token (`-` for a plain lock), or null when not acquired in time. */
+/** Acquires one level: the token (`-` for kinds without one), or null when not acquired in time. */
 async function acquire(entry, waitMs) {
   const depth = entry.lock.lost ? 0 : entry.depth; // a lost hold is over: this starts a new one
   let hold;
@@ -87,14 +87,18 @@ async function sleepUs(us) {
   while (now() < end);
 }
 
-async function count(entry, counter, log, max, seconds, holdUs) {
+/**
+ * Critical sections until MAX or SECONDS: `enter()` waits as long as it takes and
+ * resolves with the token to log, `leave()` gives back what it took.
+ */
+async function count({ enter, leave }, counter, log, max, seconds, holdUs) {
   const fd = fileOp(log, () => fs.openSync(log, 'a'));
   try {
     const start = now();
     let done = 0;
     while ((max === 0 || done < max) && (seconds === 0 || now() - start < BigInt(seconds) * 1000000000n)) {
       const t0 = now();
-      const token = await acquire(entry, undefined);
+      const token = await enter();
       const t1 = now();
       let t2;
       try {
@@ -102,7 +106,7 @@ async function count(entry, counter, log, max, seconds, holdUs) {
       } finally {
         await sleepUs(holdUs);
         t2 = now();
-        await release(entry);
+        await leave();
       }
       fileOp(log, () => fs.writeSync(fd, `${token} ${t0} ${t1} ${t2}\n`));
       done += 1;
@@ -113,51 +117,157 @@ async function count(entry, counter, log, max, seconds, holdUs) {
   }
 }
 
+const KINDS = ['plain', 'fenced', 'fair', 'read', 'write'];
+
+function kind(field) {
+  if (!KINDS.includes(field)) throw invalid(`KIND must be one of ${KINDS.join(', ')}, not ${JSON.stringify(field)}`);
+  return field;
+}
+
+/** An optional WAIT_MS field: absent or `-` = as long as it takes. */
+function waitField(field) {
+  return field === undefined || field === '-' ? undefined : number(field, 'WAIT_MS');
+}
+
 class Worker {
   constructor(client) {
     this.client = client;
-    this.locks = new Map(); // name -> { lock, depth }: one handle (one holder) per name
+    this.locks = new Map(); // `${kind} ${name}` -> { lock, depth }: one handle (one holder) per name and kind
+    this.firstKind = new Map(); // name -> the kind it was first used with
+    this.rw = new Map(); // name -> its read-write lock: both sides on one holder
+    this.sems = new Map();
+    this.permitSems = new Map();
+    this.latches = new Map();
   }
 
-  /** The handle for `name`, created on first use (fenced or plain). */
-  entry(name, fenced) {
-    let entry = this.locks.get(name);
+  /** The handle for `name` of `kind`, created on first use; no kind: the one `name` was first used with. */
+  entry(name, lockKind) {
+    const k = lockKind ?? this.firstKind.get(name) ?? 'plain';
+    if (!this.firstKind.has(name)) this.firstKind.set(name, k);
+    let entry = this.locks.get(`${k} ${name}`);
     if (!entry) {
-      const lock = fenced ? this.client.fencedLock(name) : this.client.lock(name);
+      let lock;
+      if (k === 'read' || k === 'write') {
+        let rw = this.rw.get(name);
+        if (!rw) this.rw.set(name, (rw = this.client.readWriteLock(name)));
+        lock = k === 'read' ? rw.readLock() : rw.writeLock();
+      } else {
+        lock = { plain: () => this.client.lock(name), fenced: () => this.client.fencedLock(name), fair: () => this.client.fairLock(name) }[k]();
+      }
       // Levels acquired and not yet released (a lost hold counts until it is released).
       entry = { lock, depth: 0 };
-      this.locks.set(name, entry);
+      this.locks.set(`${k} ${name}`, entry);
     }
     return entry;
   }
 
+  handle(map, name, make) {
+    let h = map.get(name);
+    if (!h) map.set(name, (h = make(name)));
+    return h;
+  }
+
+  semaphore(name) {
+    return this.handle(this.sems, name, (n) => this.client.semaphore(n));
+  }
+
+  permitSemaphore(name) {
+    return this.handle(this.permitSems, name, (n) => this.client.permitExpirableSemaphore(n));
+  }
+
+  latch(name) {
+    return this.handle(this.latches, name, (n) => this.client.countDownLatch(n));
+  }
+
+  /** What one `count` section takes and gives back: a lock level of `field`'s kind, or one permit (`sem:P`). */
+  async section(name, field) {
+    const sem = /^sem:([0-9]{1,15})$/.exec(field);
+    if (sem) {
+      const semaphore = this.semaphore(name);
+      await semaphore.trySetPermits(Number(sem[1]));
+      let permits;
+      return {
+        enter: async () => {
+          permits = await semaphore.acquire();
+          return '0';
+        },
+        leave: () => permits.release(),
+      };
+    }
+    const entry = this.entry(name, kind(field));
+    return {
+      enter: async () => {
+        const token = await acquire(entry, undefined);
+        return token === '-' ? '0' : token;
+      },
+      leave: () => release(entry),
+    };
+  }
+
   async run(line) {
     const [command, ...args] = line.split(' ');
-    if (command === 'acquire' && (args.length === 2 || args.length === 3) && ['plain', 'fenced'].includes(args[1])) {
-      const wait = args.length === 3 ? number(args[2], 'WAIT_MS') : undefined;
-      const token = await acquire(this.entry(args[0], args[1] === 'fenced'), wait);
+    const n = args.length;
+    if (command === 'acquire' && (n === 2 || n === 3)) {
+      const token = await acquire(this.entry(args[0], kind(args[1])), n === 3 ? number(args[2], 'WAIT_MS') : undefined);
       return token === null ? 'timeout' : `ok ${token}`;
     }
-    if (command === 'release' && args.length === 1) {
-      await release(this.entry(args[0], false));
+    if (command === 'release' && (n === 1 || n === 2)) {
+      await release(this.entry(args[0], n === 2 ? kind(args[1]) : undefined));
       return 'ok';
     }
-    if (command === 'force_unlock' && args.length === 1) {
-      return `ok ${await this.entry(args[0], false).lock.forceUnlock()}`;
+    if (command === 'force_unlock' && n === 1) {
+      return `ok ${await this.entry(args[0]).lock.forceUnlock()}`;
     }
-    if (command === 'lost' && args.length === 1) {
-      const entry = this.entry(args[0], false);
+    if (command === 'lost' && (n === 1 || n === 2)) {
+      const entry = this.entry(args[0], n === 2 ? kind(args[1]) : undefined);
       if (entry.depth === 0) throw new Failure('ERR_NOT_OWNER', `lock ${JSON.stringify(args[0])} is not held by this worker`);
       // No await between the check and the listener: a 'lost' event cannot slip in between.
       if (!entry.lock.lost) await once(entry.lock, 'lost');
       return 'lost';
     }
-    if (command === 'count' && args.length === 6) {
+    if (command === 'count' && (n === 6 || n === 7)) {
       const [name, counter, log] = args;
       const max = number(args[3], 'MAX');
       const seconds = number(args[4], 'SECONDS');
       const holdUs = number(args[5], 'HOLD_US');
-      return `ok ${await count(this.entry(name, true), counter, log, max, seconds, holdUs)}`;
+      const section = await this.section(name, n === 7 ? args[6] : 'fenced');
+      return `ok ${await count(section, counter, log, max, seconds, holdUs)}`;
+    }
+    if ((command === 'sem_set' || command === 'permit_set') && n === 2) {
+      const sem = command === 'sem_set' ? this.semaphore(args[0]) : this.permitSemaphore(args[0]);
+      return `ok ${await sem.trySetPermits(number(args[1], 'PERMITS'))}`;
+    }
+    if (command === 'sem_acquire' && (n === 2 || n === 3)) {
+      const permits = number(args[1], 'PERMITS');
+      const taken = await this.semaphore(args[0]).acquire({ permits, waitMs: waitField(args[2]) });
+      // Permits are nobody's: `sem_release` gives back a count, so nothing is kept here.
+      return taken ? 'ok' : 'timeout';
+    }
+    if (command === 'sem_release' && n === 2) {
+      return `ok ${await this.semaphore(args[0]).release(number(args[1], 'PERMITS'))}`;
+    }
+    if (command === 'sem_available' && n === 1) {
+      return `ok ${await this.semaphore(args[0]).available()}`;
+    }
+    if (command === 'permit_acquire' && n >= 1 && n <= 3) {
+      const leaseMs = n === 3 ? number(args[2], 'LEASE_MS') : undefined;
+      const permit = await this.permitSemaphore(args[0]).acquire({ waitMs: waitField(args[1]), leaseMs });
+      return permit ? `ok ${permit.id}` : 'timeout';
+    }
+    if (command === 'permit_release' && n === 2) {
+      return `ok ${await this.permitSemaphore(args[0]).release(args[1])}`;
+    }
+    if (command === 'latch_set' && n === 2) {
+      return `ok ${await this.latch(args[0]).trySetCount(number(args[1], 'COUNT'))}`;
+    }
+    if (command === 'latch_down' && n === 1) {
+      return `ok ${await this.latch(args[0]).countDown()}`;
+    }
+    if (command === 'latch_count' && n === 1) {
+      return `ok ${await this.latch(args[0]).count()}`;
+    }
+    if (command === 'latch_wait' && (n === 1 || n === 2)) {
+      return (await this.latch(args[0]).wait({ waitMs: n === 2 ? number(args[1], 'WAIT_MS') : undefined })) ? 'ok open' : 'timeout';
     }
     throw invalid(`malformed command ${JSON.stringify(line)}; see tests/workers/README.md`);
   }

@@ -3,7 +3,9 @@
 // layer (lib/) passes a native value or option through. Compiles or fails; never runs.
 
 import type * as native from '../../native';
-import type { Client, ConnectOptions, Hold, Lock, LockKind, LockStatus, LogRecord, Quorum } from '../..';
+import type {
+  Client, ConnectOptions, CountDownLatch, Hold, Lock, LockKind, LockStatus, LogRecord, Permit, PermitExpirableSemaphore, Quorum, Semaphore,
+} from '../..';
 
 /** Exactly the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -69,3 +71,24 @@ agree<NativeStatus['holders'][number]['info'] extends LockStatus['holders'][numb
 agree<Awaited<ReturnType<native.NativeLock['extend']>>, Awaited<ReturnType<Lock['extend']>>>(true);
 agree<Awaited<ReturnType<native.NativeLock['setLease']>>, Awaited<ReturnType<Lock['extend']>>>(true);
 agree<Awaited<ReturnType<native.NativeLock['reacquire']>>, Awaited<ReturnType<Lock['reacquire']>>>(true);
+
+// The other shapes pass native names and counts through.
+agree<native.NativeSemaphore['name'], Semaphore['name']>(true);
+agree<native.NativePermitSemaphore['name'], PermitExpirableSemaphore['name']>(true);
+agree<native.NativeLatch['name'], CountDownLatch['name']>(true);
+agree<Awaited<ReturnType<native.NativeSemaphore['trySetPermits']>>, Awaited<ReturnType<Semaphore['trySetPermits']>>>(true);
+agree<Awaited<ReturnType<native.NativeSemaphore['release']>>, Awaited<ReturnType<Semaphore['release']>>>(true);
+agree<Awaited<ReturnType<native.NativeSemaphore['available']>>, Awaited<ReturnType<Semaphore['available']>>>(true);
+agree<Awaited<ReturnType<native.NativeSemaphore['drain']>>, Awaited<ReturnType<Semaphore['drain']>>>(true);
+agree<Parameters<native.NativeSemaphore['trySetPermits']>[0], Parameters<Semaphore['trySetPermits']>[0]>(true);
+agree<Awaited<ReturnType<native.NativePermitSemaphore['trySetPermits']>>, Awaited<ReturnType<PermitExpirableSemaphore['trySetPermits']>>>(true);
+agree<Awaited<ReturnType<native.NativePermitSemaphore['release']>>, Awaited<ReturnType<PermitExpirableSemaphore['release']>>>(true);
+agree<Awaited<ReturnType<native.NativePermitSemaphore['available']>>, Awaited<ReturnType<PermitExpirableSemaphore['available']>>>(true);
+// A permit's id is the string the native acquire resolves with.
+agree<Resolved<native.NativePermitSemaphore['acquire']>, Permit['id'] | null>(true);
+agree<Awaited<ReturnType<native.NativeLatch['trySetCount']>>, Awaited<ReturnType<CountDownLatch['trySetCount']>>>(true);
+agree<Awaited<ReturnType<native.NativeLatch['countDown']>>, Awaited<ReturnType<CountDownLatch['countDown']>>>(true);
+agree<Awaited<ReturnType<native.NativeLatch['count']>>, Awaited<ReturnType<CountDownLatch['count']>>>(true);
+agree<Awaited<ReturnType<native.NativeLatch['wait']>>, Awaited<ReturnType<CountDownLatch['wait']>>>(true);
+// A read-write lock's two sides are native lock handles of the same shape as any lock.
+agree<ReturnType<native.NativeClient['readWriteLock']>, Array<native.NativeLock>>(true);
