@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Tests of the C binding (issues 5, 15), from a fresh clone: builds libferrolock (debug),
+# Tests of the C binding (issues 5, 15, 17), from a fresh clone: builds libferrolock (debug),
 # checks the committed header is what cbindgen generates, installs into a temp
 # PREFIX (versioned shared library with its SONAME), checks the header declares every
 # function the library exports, compiles the header as C11 and C++, runs the C test
-# programs and the C++ RAII wrapper's test (tests/cxx_raii.cpp) under AddressSanitizer +
+# programs and the C++ RAII wrapper's tests (tests/cxx_raii.cpp, cxx_family.cpp) under AddressSanitizer +
 # UndefinedBehaviorSanitizer (each starts its own redis-server; sentinel.c also a
-# replica and a sentinel, redlock.c three servers), four under
+# replica and a sentinel, redlock.c three servers), five under
 # valgrind memcheck, and builds + runs examples/legacy_job.c through
 # pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm, readelf on PATH.
 #
@@ -166,7 +166,8 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel redlock handles closed extend metrics; do
+for t in counter reentrancy wait lease lost fenced kind statuses thread_exit acl options sentinel redlock handles closed extend metrics \
+    rwlock fair semaphore permits latch; do
     check "asan-$t" run_asan "$t" || true
 done
 
@@ -178,6 +179,14 @@ cxx_raii() {
     TMPDIR="$WORK" timeout 120 "$BUILD/cxx_raii"
 }
 check asan-cxx-raii cxx_raii || true
+
+# The family in ferrolock.hpp (semaphore RAII, shared_mutex, permits, latch), C++17.
+cxx_family() {
+    g++ -std=c++17 -g -O1 "${STRICT[@]}" "${SAN[@]}" -I"$INC" "$HERE/tests/cxx_family.cpp" -L"$LIBDIR" \
+        -lferrolock -Wl,-rpath,"$LIBDIR" -lpthread -o "$BUILD/cxx_family"
+    TMPDIR="$WORK" timeout 120 "$BUILD/cxx_family"
+}
+check asan-cxx-family cxx_family || true
 
 # 6. valgrind memcheck: no definite or indirect leaks, no memory errors.
 run_valgrind() {
@@ -204,6 +213,7 @@ check valgrind-reentrancy run_valgrind reentrancy || true
 check valgrind-lost run_valgrind lost || true
 check valgrind-thread_exit run_valgrind thread_exit || true
 check valgrind-kind run_valgrind kind || true
+check valgrind-permits run_valgrind permits || true
 
 # 7. examples/legacy_job.c built through pkg-config after the install step, run
 #    against a redis-server of its own.

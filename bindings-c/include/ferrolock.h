@@ -1,6 +1,11 @@
 /*
- * ferrolock.h: distributed locks on Redis that speak Redisson's wire protocol
- * (RLock / RFencedLock), for C and C++.
+ * ferrolock.h: distributed locks, semaphores and latches on Redis that speak
+ * Redisson's wire protocol (RLock, RFencedLock, RFairLock, RReadWriteLock,
+ * RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), for C and C++.
+ *
+ * Four shapes: ferrolock_lock (every lock kind, ferrolock_lock_new_kind(); both
+ * sides of a read-write lock, ferrolock_rwlock_new(); multi-locks), ferrolock_semaphore,
+ * ferrolock_permits (permit-expirable semaphore) and ferrolock_latch.
  *
  * Link with -lferrolock (pkg-config --cflags --libs ferrolock). C++: ferrolock.hpp
  * wraps it in RAII classes usable with std::lock_guard / std::unique_lock.
@@ -8,8 +13,8 @@
  * Ownership: every object made by a *_new / *_connect function is owned by the
  * caller and freed with the matching *_free function (NULL is fine there).
  * Handles are opaque values, never pointers into memory the program could
- * corrupt: a handle freed twice, used after its free, given as the other type
- * (a client for a lock) or never made by ferrolock returns
+ * corrupt: a handle freed twice, used after its free, given as another type
+ * (a client for a lock, a latch for a semaphore) or never made by ferrolock returns
  * FERROLOCK_ERR_INVALID_ARGUMENT with a message, and the program goes on.
  * Strings passed in are copied; strings returned are owned by the library and
  * valid as documented per function.
@@ -30,8 +35,12 @@
  * failure). No call crashes the program on bad input: NULL pointers, invalid
  * UTF-8, out-of-range values and freed handles return
  * FERROLOCK_ERR_INVALID_ARGUMENT, and an internal panic becomes
- * FERROLOCK_ERR_INTERNAL. Calls on the lock handles of a freed client return
- * FERROLOCK_ERR_CLIENT_CLOSED.
+ * FERROLOCK_ERR_INTERNAL. Calls on the handles of a freed client return
+ * FERROLOCK_ERR_CLIENT_CLOSED. Every bounded wait that runs out (a lock or permits
+ * not acquired, a latch still closed) returns FERROLOCK_NOT_ACQUIRED.
+ *
+ * Semaphore permits and latch counts are nobody's: any thread or handle may give
+ * them back or count down, and freeing a handle or its client gives nothing back.
  *
  * fork(): a client belongs to the process that created it; in a forked child its
  * calls return FERROLOCK_ERR_INVALID_ARGUMENT. Create a new client in the child.
@@ -46,6 +55,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * Bytes a permit id takes in the buffer of `ferrolock_permits_acquire()`: 32 hex
+ * digits and the terminating NUL.
+ */
+#define FERROLOCK_PERMIT_ID_SIZE 33
 
 /**
  * Result of every ferrolock call that can fail. `FERROLOCK_OK` is 0; every other
@@ -109,8 +124,9 @@ typedef enum ferrolock_status {
 } ferrolock_status;
 
 /**
- * Which lock a handle is, for `ferrolock_lock_new_kind()`.
- * The numeric values are part of the ABI: new kinds are only ever appended.
+ * Which lock a handle is, for `ferrolock_lock_new_kind()`; the same kinds as the
+ * core's `LockKind`. The numeric values are part of the ABI: new kinds are only
+ * ever appended.
  */
 typedef enum ferrolock_lock_kind {
     /**
@@ -122,6 +138,21 @@ typedef enum ferrolock_lock_kind {
      * token greater than any before it on the name (`ferrolock_lock_token()`).
      */
     FERROLOCK_LOCK_FENCED = 1,
+    /**
+     * Redisson's `RFairLock`: granted in the order of arrival, across clients and
+     * processes.
+     */
+    FERROLOCK_LOCK_FAIR = 2,
+    /**
+     * The read side of Redisson's `RReadWriteLock`: held by many readers at once,
+     * never together with another holder's write side. A handle of this kind alone
+     * is a reader only; `ferrolock_rwlock_new()` makes both sides for one holder.
+     */
+    FERROLOCK_LOCK_READ = 3,
+    /**
+     * The write side of Redisson's `RReadWriteLock`: held by one holder alone.
+     */
+    FERROLOCK_LOCK_WRITE = 4,
 } ferrolock_lock_kind;
 
 /**
@@ -149,12 +180,30 @@ typedef enum ferrolock_quorum {
 typedef struct ferrolock_client ferrolock_client;
 
 /**
+ * A handle on a count-down latch (Redisson `RCountDownLatch`). Thread-safe. Opaque.
+ */
+typedef struct ferrolock_latch ferrolock_latch;
+
+/**
  * A handle on one lock name, or on a multi-lock over several handles
  * (`ferrolock_multilock_new()`). The holder is (this handle, the calling OS thread):
  * like a recursive pthread mutex, each thread holds, re-enters and releases on its own.
  * Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
  */
 typedef struct ferrolock_lock ferrolock_lock;
+
+/**
+ * A handle on a permit-expirable semaphore (Redisson `RPermitExpirableSemaphore`):
+ * each permit taken has an id (32 hex digits) to release it by, and may have a
+ * lease after which it comes back by itself. Thread-safe. Opaque.
+ */
+typedef struct ferrolock_permits ferrolock_permits;
+
+/**
+ * A handle on a semaphore (Redisson `RSemaphore`): permits that anyone may take
+ * and give back. Thread-safe. Opaque: a handle value, not a pointer to memory.
+ */
+typedef struct ferrolock_semaphore ferrolock_semaphore;
 
 /**
  * Settings for `ferrolock_client_connect_opts()`. Fill it with
@@ -441,14 +490,20 @@ void ferrolock_string_free(char *s);
  *
  * @param client a live client.
  * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
- * @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`) or `FERROLOCK_LOCK_FENCED`
- *        (Redisson `RFencedLock`).
+ * @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`), `FERROLOCK_LOCK_FENCED`
+ *        (`RFencedLock`), `FERROLOCK_LOCK_FAIR` (`RFairLock`), `FERROLOCK_LOCK_READ` or
+ *        `FERROLOCK_LOCK_WRITE` (one side of `RReadWriteLock`; `ferrolock_rwlock_new()`
+ *        makes both sides for one holder). Every `ferrolock_lock_*` call works on
+ *        every kind (`ferrolock_lock_token()` needs a fenced lock).
  * @param out receives the handle, or NULL on failure. Free it with `ferrolock_lock_free()`.
  * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
  *         too long or non-UTF-8 name, `kind` not a `ferrolock_lock_kind`);
- *         `FERROLOCK_ERR_INTERNAL`.
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_INTERNAL`.
  *
  * A handle may be shared by any number of threads: each thread is its own holder.
+ * Reentrant, fenced and fair locks of one name share its key and exclude each other;
+ * a key that holds something that is not a lock is `FERROLOCK_ERR_WRONG_TYPE` at
+ * the first call that reads it.
  */
 enum ferrolock_status ferrolock_lock_new_kind(struct ferrolock_client *client,
                                               const char *name,
@@ -483,6 +538,30 @@ enum ferrolock_status ferrolock_lock_new(struct ferrolock_client *client,
 enum ferrolock_status ferrolock_fenced_lock_new(struct ferrolock_client *client,
                                                 const char *name,
                                                 struct ferrolock_lock **out);
+
+/**
+ * Creates the two sides of the read-write lock `name` (Redisson `RReadWriteLock`)
+ * as two lock handles: `*out_read` (`FERROLOCK_LOCK_READ`: many readers at once)
+ * and `*out_write` (`FERROLOCK_LOCK_WRITE`: one writer alone). Sends nothing to Redis.
+ *
+ * Each calling thread is one holder on both handles, so a thread that holds the
+ * write side may also take the read side (and keep it after releasing the write
+ * side: a downgrade), as Redisson allows; a thread that holds only the read side
+ * waits for the write side like anyone else (an upgrade waits until it times out).
+ * Every `ferrolock_lock_*` call works on both; free each with `ferrolock_lock_free()`.
+ *
+ * @param client a live client.
+ * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+ * @param out_read receives the read side, or NULL on failure.
+ * @param out_write receives the write side, or NULL on failure.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+ *         too long or non-UTF-8 name, the same pointer for both outputs);
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_INTERNAL`.
+ */
+enum ferrolock_status ferrolock_rwlock_new(struct ferrolock_client *client,
+                                           const char *name,
+                                           struct ferrolock_lock **out_read,
+                                           struct ferrolock_lock **out_write);
 
 /**
  * Frees a lock handle. NULL is fine. Every hold still taken through it, by any
@@ -775,6 +854,245 @@ enum ferrolock_status ferrolock_lock_is_lost(struct ferrolock_lock *lock, bool *
 enum ferrolock_status ferrolock_lock_on_lost(struct ferrolock_lock *lock,
                                              ferrolock_lost_cb cb,
                                              void *user);
+
+/**
+ * Creates a handle on the semaphore `name` (Redisson `RSemaphore`, the same keys and
+ * messages). Sends nothing to Redis; a semaphore that was never given permits has
+ * none (`ferrolock_semaphore_try_set_permits()`).
+ *
+ * @param client a live client.
+ * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+ * @param out receives the handle, or NULL on failure. Free it with
+ *        `ferrolock_semaphore_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+ *         too long or non-UTF-8 name); `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_INTERNAL`.
+ */
+enum ferrolock_status ferrolock_semaphore_new(struct ferrolock_client *client,
+                                              const char *name,
+                                              struct ferrolock_semaphore **out);
+
+/**
+ * Frees a semaphore handle. NULL is fine. Permits taken through it stay taken
+ * (they are nobody's): give them back with `ferrolock_semaphore_release()` on any
+ * handle of the name.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+ *         handle that was already freed (or never was a semaphore handle).
+ */
+enum ferrolock_status ferrolock_semaphore_free(struct ferrolock_semaphore *sem);
+
+/**
+ * Gives the semaphore `permits` free permits if it does not exist yet (Redisson
+ * `trySetPermits`); an existing semaphore keeps its count.
+ *
+ * @param permits 0 or more (up to `INT64_MAX`).
+ * @param out_set receives true if the permits were set, false if the semaphore
+ *        existed; may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         `permits` out of range); `FERROLOCK_ERR_WRONG_TYPE` (the key holds
+ *         something else); `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks for one round-trip. Thread-safe.
+ */
+enum ferrolock_status ferrolock_semaphore_try_set_permits(struct ferrolock_semaphore *sem,
+                                                          uint64_t permits,
+                                                          bool *out_set);
+
+/**
+ * Takes `permits` free permits, waiting for them at most `wait_ms`. Waiting wakes
+ * on the release message, it does not poll.
+ *
+ * @param permits 1 or more (up to `INT64_MAX`); taken all at once or not at all.
+ * @param wait_ms -1: wait as long as it takes; 0: try once; otherwise the longest
+ *        wait in ms (up to 7 days).
+ * @return `FERROLOCK_OK` (taken); `FERROLOCK_NOT_ACQUIRED` (too few were free
+ *         within `wait_ms`; nothing is taken); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL
+ *         or freed handle, `permits` or `wait_ms` out of range);
+ *         `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CLIENT_CLOSED` (also when the
+ *         client is freed while this call waits); `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks the calling thread. Thread-safe. The permits stay taken until someone
+ * releases them (freeing the handle or the client does not).
+ */
+enum ferrolock_status ferrolock_semaphore_acquire(struct ferrolock_semaphore *sem,
+                                                  uint64_t permits,
+                                                  int64_t wait_ms);
+
+/**
+ * Gives `permits` back to the semaphore (anyone may: permits are not owned) and
+ * wakes as many waiters.
+ *
+ * @param permits 1 or more (up to `INT64_MAX`).
+ * @param out_available receives the free permits right after; may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         `permits` out of range); `FERROLOCK_ERR_WRONG_TYPE`;
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION` (whether the
+ *         permits went back is unknown); `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks for one round-trip (retried once per call after a lost reply, never
+ * applied twice). Thread-safe.
+ */
+enum ferrolock_status ferrolock_semaphore_release(struct ferrolock_semaphore *sem,
+                                                  uint64_t permits,
+                                                  uint64_t *out_available);
+
+/**
+ * The free permits now (0 for a semaphore that does not exist).
+ *
+ * @param out receives the count.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_WRONG_TYPE`;
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ */
+enum ferrolock_status ferrolock_semaphore_available(struct ferrolock_semaphore *sem, uint64_t *out);
+
+/**
+ * Takes every free permit at once (Redisson `drainPermits`).
+ *
+ * @param out_drained receives how many were taken; may be NULL.
+ * @return like `ferrolock_semaphore_available()`.
+ */
+enum ferrolock_status ferrolock_semaphore_drain(struct ferrolock_semaphore *sem,
+                                                uint64_t *out_drained);
+
+/**
+ * Creates a handle on the permit-expirable semaphore `name` (Redisson
+ * `RPermitExpirableSemaphore`). Sends nothing to Redis.
+ *
+ * @param client a live client.
+ * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+ * @param out receives the handle, or NULL on failure. Free it with
+ *        `ferrolock_permits_free()`.
+ * @return like `ferrolock_semaphore_new()`.
+ */
+enum ferrolock_status ferrolock_permits_new(struct ferrolock_client *client,
+                                            const char *name,
+                                            struct ferrolock_permits **out);
+
+/**
+ * Frees a permit-expirable semaphore handle. NULL is fine. Permits taken through
+ * it stay taken until released by id or until their lease ends.
+ *
+ * @return like `ferrolock_semaphore_free()`.
+ */
+enum ferrolock_status ferrolock_permits_free(struct ferrolock_permits *ps);
+
+/**
+ * Like `ferrolock_semaphore_try_set_permits()`, for a permit-expirable semaphore.
+ */
+enum ferrolock_status ferrolock_permits_try_set_permits(struct ferrolock_permits *ps,
+                                                        uint64_t permits,
+                                                        bool *out_set);
+
+/**
+ * Takes one permit, waiting at most `wait_ms`, and writes its id.
+ *
+ * @param wait_ms -1: wait as long as it takes; 0: try once; otherwise up to 7 days.
+ * @param lease_ms -1: no lease (the permit is out until released); otherwise 1 ms
+ *        to 7 days, after which the permit comes back by itself.
+ * @param id_buf receives the permit's id: 32 lowercase hex digits and a NUL.
+ * @param id_buf_size the size of `id_buf`: at least `FERROLOCK_PERMIT_ID_SIZE`
+ *        (checked before anything is taken).
+ * @return `FERROLOCK_OK`; `FERROLOCK_NOT_ACQUIRED` (none was free within
+ *         `wait_ms`); `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle, NULL
+ *         or short `id_buf`, `wait_ms` or `lease_ms` out of range);
+ *         `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks the calling thread. Thread-safe.
+ */
+enum ferrolock_status ferrolock_permits_acquire(struct ferrolock_permits *ps,
+                                                int64_t wait_ms,
+                                                int64_t lease_ms,
+                                                char *id_buf,
+                                                size_t id_buf_size);
+
+/**
+ * Releases the permit `id` (anyone may: permits are not owned).
+ *
+ * @param id the id `ferrolock_permits_acquire()` wrote (or Redisson gave): 32 hex digits.
+ * @param out_released receives true if it was released in time, false if it had
+ *        expired (it came back by itself) or was released already; may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         NULL id or not 32 hex digits); `FERROLOCK_ERR_WRONG_TYPE`;
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ */
+enum ferrolock_status ferrolock_permits_release(struct ferrolock_permits *ps,
+                                                const char *id,
+                                                bool *out_released);
+
+/**
+ * The free permits now (expired permits count as free).
+ *
+ * @param out receives the count.
+ * @return like `ferrolock_semaphore_available()`.
+ */
+enum ferrolock_status ferrolock_permits_available(struct ferrolock_permits *ps, uint64_t *out);
+
+/**
+ * Creates a handle on the count-down latch `name` (Redisson `RCountDownLatch`).
+ * Sends nothing to Redis; a latch that does not exist is open.
+ *
+ * @return like `ferrolock_semaphore_new()`; free it with `ferrolock_latch_free()`.
+ */
+enum ferrolock_status ferrolock_latch_new(struct ferrolock_client *client,
+                                          const char *name,
+                                          struct ferrolock_latch **out);
+
+/**
+ * Frees a latch handle. NULL is fine.
+ *
+ * @return like `ferrolock_semaphore_free()`.
+ */
+enum ferrolock_status ferrolock_latch_free(struct ferrolock_latch *latch);
+
+/**
+ * Sets the count of a latch that is open (does not exist).
+ *
+ * @param count 1 or more (up to `INT64_MAX`).
+ * @param out_set receives true if it was set, false if the latch is still counting
+ *        down (its count is left alone); may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         `count` out of range); `FERROLOCK_ERR_WRONG_TYPE`;
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ */
+enum ferrolock_status ferrolock_latch_try_set_count(struct ferrolock_latch *latch,
+                                                    uint64_t count,
+                                                    bool *out_set);
+
+/**
+ * Counts down by one; at 0 the latch opens and every waiter wakes.
+ *
+ * @param out_left receives the count left (0 also for a latch that was open); may be NULL.
+ * @return like `ferrolock_latch_try_set_count()`.
+ */
+enum ferrolock_status ferrolock_latch_count_down(struct ferrolock_latch *latch, uint64_t *out_left);
+
+/**
+ * The count now (0: open).
+ *
+ * @param out receives the count.
+ * @return like `ferrolock_latch_try_set_count()`.
+ */
+enum ferrolock_status ferrolock_latch_count(struct ferrolock_latch *latch, uint64_t *out);
+
+/**
+ * Waits until the latch is open (its count reached 0, or it never was set). Wakes
+ * on the message of the last count-down, it does not poll.
+ *
+ * @param wait_ms -1: as long as it takes; 0: look once; otherwise up to 7 days.
+ * @return `FERROLOCK_OK` (open); `FERROLOCK_NOT_ACQUIRED` (still counting down
+ *         after `wait_ms`); `FERROLOCK_ERR_CLIENT_CLOSED` (also when the client is
+ *         freed while this call waits); otherwise like `ferrolock_latch_try_set_count()`.
+ *
+ * Blocks the calling thread. Thread-safe.
+ */
+enum ferrolock_status ferrolock_latch_wait(struct ferrolock_latch *latch, int64_t wait_ms);
 
 /**
  * The message of the calling thread's last ferrolock call: "" if it succeeded.

@@ -15,6 +15,13 @@
  * and std::lock() work with it. Like the C handle it is re-entrant per thread: the
  * holder is (mutex object, thread).
  *
+ * `ferrolock::shared_mutex` (both sides of a read-write lock) is also a SharedLockable
+ * (lock_shared(), try_lock_shared*(), unlock_shared()) for std::shared_lock.
+ * `ferrolock::semaphore` is a Lockable for one permit (std::lock_guard<ferrolock::semaphore>
+ * takes one and gives it back at scope end) and has acquire(n)/release(n) like
+ * std::counting_semaphore; `ferrolock::permits` and `ferrolock::latch` wrap the
+ * permit-expirable semaphore and the count-down latch.
+ *
  * Errors throw ferrolock::error (a std::runtime_error) carrying the ferrolock_status
  * and the library's message; FERROLOCK_NOT_ACQUIRED is not an error (try_lock*
  * return false). The one exception: unlock() never throws, because the standard
@@ -261,6 +268,221 @@ private:
 
     ferrolock_lock *l_ = nullptr;
     int64_t lease_ms_;
+};
+
+/** Both sides of the read-write lock `name` (ferrolock_rwlock_new()), used like a
+ *  std::shared_timed_mutex shared by processes: lock()/unlock() take the write side,
+ *  lock_shared()/unlock_shared() the read side; each thread is one holder on both
+ *  (a writer may also read). Move-only; destroying it releases what it still holds. */
+class shared_mutex {
+public:
+    shared_mutex(const client &c, const std::string &name) {
+        detail::check(ferrolock_rwlock_new(c.native_handle(), name.c_str(), &read_, &write_));
+    }
+    ~shared_mutex() {
+        ferrolock_lock_free(read_);
+        ferrolock_lock_free(write_);
+    }
+    shared_mutex(shared_mutex &&other) noexcept : read_(other.read_), write_(other.write_) {
+        other.read_ = other.write_ = nullptr;
+    }
+    shared_mutex &operator=(shared_mutex &&other) noexcept {
+        if (this != &other) {
+            ferrolock_lock_free(read_);
+            ferrolock_lock_free(write_);
+            read_ = other.read_;
+            write_ = other.write_;
+            other.read_ = other.write_ = nullptr;
+        }
+        return *this;
+    }
+    shared_mutex(const shared_mutex &) = delete;
+    shared_mutex &operator=(const shared_mutex &) = delete;
+
+    void lock() { detail::check(ferrolock_lock_acquire(write_, -1, -1)); }
+    bool try_lock() { return acquire(write_, 0); }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &timeout) {
+        return acquire(write_, detail::wait_ms(timeout));
+    }
+    /** Never throws: see ferrolock::last_unlock_status(). */
+    void unlock() noexcept { detail::unlock_status() = ferrolock_lock_release(write_); }
+
+    void lock_shared() { detail::check(ferrolock_lock_acquire(read_, -1, -1)); }
+    bool try_lock_shared() { return acquire(read_, 0); }
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period> &timeout) {
+        return acquire(read_, detail::wait_ms(timeout));
+    }
+    /** Never throws: see ferrolock::last_unlock_status(). */
+    void unlock_shared() noexcept { detail::unlock_status() = ferrolock_lock_release(read_); }
+
+    ferrolock_lock *read_handle() const noexcept { return read_; }
+    ferrolock_lock *write_handle() const noexcept { return write_; }
+
+private:
+    static bool acquire(ferrolock_lock *l, int64_t wait_ms) {
+        ferrolock_status s = ferrolock_lock_acquire(l, wait_ms, -1);
+        if (s == FERROLOCK_NOT_ACQUIRED) return false;
+        detail::check(s);
+        return true;
+    }
+
+    ferrolock_lock *read_ = nullptr;
+    ferrolock_lock *write_ = nullptr;
+};
+
+namespace detail {
+/* A move-only owner of one C handle, freed by `Free`. */
+template <class T, ferrolock_status (*Free)(T *)>
+class handle {
+public:
+    handle() = default;
+    ~handle() { Free(h_); }
+    handle(handle &&other) noexcept : h_(other.h_) { other.h_ = nullptr; }
+    handle &operator=(handle &&other) noexcept {
+        if (this != &other) {
+            Free(h_);
+            h_ = other.h_;
+            other.h_ = nullptr;
+        }
+        return *this;
+    }
+    handle(const handle &) = delete;
+    handle &operator=(const handle &) = delete;
+
+    T *native_handle() const noexcept { return h_; }
+
+protected:
+    T *h_ = nullptr;
+};
+}  // namespace detail
+
+/** A ferrolock_semaphore (Redisson RSemaphore): permits anyone may take and give back.
+ *  Lockable for one permit, so `std::lock_guard<ferrolock::semaphore> g(sem);` holds
+ *  one for its scope. Move-only; destroying it gives nothing back. */
+class semaphore : public detail::handle<ferrolock_semaphore, ferrolock_semaphore_free> {
+public:
+    semaphore(const client &c, const std::string &name) {
+        detail::check(ferrolock_semaphore_new(c.native_handle(), name.c_str(), &h_));
+    }
+
+    /** Sets `permits` if the semaphore does not exist yet; false if it did. */
+    bool try_set_permits(uint64_t permits) {
+        bool set = false;
+        detail::check(ferrolock_semaphore_try_set_permits(h_, permits, &set));
+        return set;
+    }
+
+    /** Waits as long as it takes for `permits`. */
+    void acquire(uint64_t permits = 1) { detail::check(ferrolock_semaphore_acquire(h_, permits, -1)); }
+    /** Tries once: false when too few are free. */
+    bool try_acquire(uint64_t permits = 1) { return take(permits, 0); }
+    template <class Rep, class Period>
+    bool try_acquire_for(const std::chrono::duration<Rep, Period> &timeout, uint64_t permits = 1) {
+        return take(permits, detail::wait_ms(timeout));
+    }
+    /** Gives `permits` back; returns the free permits right after. */
+    uint64_t release(uint64_t permits = 1) {
+        uint64_t free = 0;
+        detail::check(ferrolock_semaphore_release(h_, permits, &free));
+        return free;
+    }
+    uint64_t available() const {
+        uint64_t n = 0;
+        detail::check(ferrolock_semaphore_available(h_, &n));
+        return n;
+    }
+    uint64_t drain() {
+        uint64_t n = 0;
+        detail::check(ferrolock_semaphore_drain(h_, &n));
+        return n;
+    }
+
+    /* Lockable, one permit. */
+    void lock() { acquire(1); }
+    bool try_lock() { return try_acquire(1); }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &timeout) {
+        return try_acquire_for(timeout, 1);
+    }
+    /** Gives one permit back. Never throws (std::lock_guard calls it from its
+     *  destructor): see ferrolock::last_unlock_status(). */
+    void unlock() noexcept { detail::unlock_status() = ferrolock_semaphore_release(h_, 1, nullptr); }
+
+private:
+    bool take(uint64_t permits, int64_t wait_ms) {
+        ferrolock_status s = ferrolock_semaphore_acquire(h_, permits, wait_ms);
+        if (s == FERROLOCK_NOT_ACQUIRED) return false;
+        detail::check(s);
+        return true;
+    }
+};
+
+/** A ferrolock_permits (Redisson RPermitExpirableSemaphore): permits with ids. */
+class permits : public detail::handle<ferrolock_permits, ferrolock_permits_free> {
+public:
+    permits(const client &c, const std::string &name) {
+        detail::check(ferrolock_permits_new(c.native_handle(), name.c_str(), &h_));
+    }
+    bool try_set_permits(uint64_t n) {
+        bool set = false;
+        detail::check(ferrolock_permits_try_set_permits(h_, n, &set));
+        return set;
+    }
+    /** A permit's id, or "" when none was free within `wait_ms` (-1: as long as it
+     *  takes); `lease_ms` -1: no lease. */
+    std::string acquire(int64_t wait_ms = -1, int64_t lease_ms = -1) {
+        char id[FERROLOCK_PERMIT_ID_SIZE];
+        ferrolock_status s = ferrolock_permits_acquire(h_, wait_ms, lease_ms, id, sizeof id);
+        if (s == FERROLOCK_NOT_ACQUIRED) return std::string();
+        detail::check(s);
+        return id;
+    }
+    /** true: released in time; false: it had expired or was released already. */
+    bool release(const std::string &id) {
+        bool released = false;
+        detail::check(ferrolock_permits_release(h_, id.c_str(), &released));
+        return released;
+    }
+    uint64_t available() const {
+        uint64_t n = 0;
+        detail::check(ferrolock_permits_available(h_, &n));
+        return n;
+    }
+};
+
+/** A ferrolock_latch (Redisson RCountDownLatch). */
+class latch : public detail::handle<ferrolock_latch, ferrolock_latch_free> {
+public:
+    latch(const client &c, const std::string &name) {
+        detail::check(ferrolock_latch_new(c.native_handle(), name.c_str(), &h_));
+    }
+    bool try_set_count(uint64_t count) {
+        bool set = false;
+        detail::check(ferrolock_latch_try_set_count(h_, count, &set));
+        return set;
+    }
+    uint64_t count_down() {
+        uint64_t left = 0;
+        detail::check(ferrolock_latch_count_down(h_, &left));
+        return left;
+    }
+    uint64_t count() const {
+        uint64_t n = 0;
+        detail::check(ferrolock_latch_count(h_, &n));
+        return n;
+    }
+    /** Waits as long as it takes for the latch to open. */
+    void wait() { detail::check(ferrolock_latch_wait(h_, -1)); }
+    /** false when it was still counting down after `timeout`. */
+    template <class Rep, class Period>
+    bool wait_for(const std::chrono::duration<Rep, Period> &timeout) {
+        ferrolock_status s = ferrolock_latch_wait(h_, detail::wait_ms(timeout));
+        if (s == FERROLOCK_NOT_ACQUIRED) return false;
+        detail::check(s);
+        return true;
+    }
 };
 
 }  // namespace ferrolock

@@ -1,5 +1,6 @@
 //! Handles as C sees them: opaque values that are never dereferenced. A
-//! `ferrolock_client *` or `ferrolock_lock *` encodes (type tag, slot index,
+//! `ferrolock_client *`, `ferrolock_lock *`, `ferrolock_semaphore *`,
+//! `ferrolock_permits *` or `ferrolock_latch *` encodes (type tag, slot index,
 //! generation) in a registry of `Arc`s, so a handle that was freed (its slot's
 //! generation moved on), freed twice, given as the other type, or that never came
 //! from ferrolock is refused with `FERROLOCK_ERR_INVALID_ARGUMENT` instead of being
@@ -23,15 +24,19 @@ use std::sync::{Arc, Once};
 use ferrolock::Error;
 
 use crate::client::ClientHandle;
+use crate::counters::{LatchState, PermitsState, SemaphoreState};
 use crate::ffi::invalid;
 use crate::lock::LockState;
 
 /// Low bits of a handle value: which registry it belongs to (never 0, so no handle is NULL).
-const TAG_BITS: u32 = 2;
+const TAG_BITS: u32 = 3;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 const TAG_CLIENT: usize = 1;
 const TAG_LOCK: usize = 2;
-/// Slot index bits above the tag; the generation takes the rest (32 bits on 64-bit
+const TAG_SEMAPHORE: usize = 3;
+const TAG_PERMITS: usize = 4;
+const TAG_LATCH: usize = 5;
+/// Slot index bits above the tag; the generation takes the rest (31 bits on 64-bit
 /// targets: a stale handle is mistaken for a live one only after its slot was
 /// reused 2^32 times, and slots are reused oldest-freed first).
 const INDEX_BITS: u32 = if usize::BITS >= 64 { 30 } else { 20 };
@@ -64,6 +69,10 @@ struct Entry<T> {
 
 pub(crate) static CLIENTS: Registry<ClientHandle> = Registry::new(TAG_CLIENT, "ferrolock_client", "ferrolock_client_free");
 pub(crate) static LOCKS: Registry<LockState> = Registry::new(TAG_LOCK, "ferrolock_lock", "ferrolock_lock_free");
+pub(crate) static SEMAPHORES: Registry<SemaphoreState> =
+    Registry::new(TAG_SEMAPHORE, "ferrolock_semaphore", "ferrolock_semaphore_free");
+pub(crate) static PERMITS: Registry<PermitsState> = Registry::new(TAG_PERMITS, "ferrolock_permits", "ferrolock_permits_free");
+pub(crate) static LATCHES: Registry<LatchState> = Registry::new(TAG_LATCH, "ferrolock_latch", "ferrolock_latch_free");
 
 fn encode(tag: usize, index: usize, generation: usize) -> usize {
     (generation << GEN_SHIFT) | (index << TAG_BITS) | tag
@@ -151,6 +160,9 @@ impl<T> Registry<T> {
             let other = match tag {
                 TAG_CLIENT => Some(CLIENTS.what),
                 TAG_LOCK => Some(LOCKS.what),
+                TAG_SEMAPHORE => Some(SEMAPHORES.what),
+                TAG_PERMITS => Some(PERMITS.what),
+                TAG_LATCH => Some(LATCHES.what),
                 _ => None,
             };
             return Err(match other {
@@ -202,15 +214,21 @@ impl<T> Registry<T> {
     }
 }
 
-/// Takes both registry locks around fork(), so the child gets them unlocked and
+/// Takes every registry lock around fork(), so the child gets them unlocked and
 /// consistent (only the forking thread exists there).
 fn register_atfork() {
     static ONCE: Once = Once::new();
     extern "C" fn prepare() {
         CLIENTS.lock();
         LOCKS.lock();
+        SEMAPHORES.lock();
+        PERMITS.lock();
+        LATCHES.lock();
     }
     extern "C" fn after() {
+        LATCHES.unlock();
+        PERMITS.unlock();
+        SEMAPHORES.unlock();
         LOCKS.unlock();
         CLIENTS.unlock();
     }

@@ -16,17 +16,19 @@
 //!
 //! - `ffi`: the `ffi!` body of every export and the argument, C string, duration and
 //!   blocking plumbing, with the thread's last error;
-//! - `handle`: the registry behind every `ferrolock_client *` / `ferrolock_lock *`, so
+//! - `handle`: the registries behind every handle type (`ferrolock_client *`, ...), so
 //!   freed, doubly freed and foreign handles are refused, never dereferenced;
 //! - `options`: `ferrolock_options`, the connect settings, and their defaults;
 //! - `client`: `ferrolock_client`;
 //! - `metrics`: `ferrolock_metrics`, a client's counters, and their Prometheus text;
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
-//! - `lock`: `ferrolock_lock`: create (by kind), free, per-thread holders, acquire,
-//!   release, queries, tokens;
+//! - `lock`: `ferrolock_lock`: create (by kind, or both sides of a read-write lock),
+//!   free, per-thread holders, acquire, release, queries, tokens;
 //! - `multi`: `ferrolock_quorum` and `ferrolock_multilock_new()`, a lock over several
 //!   member handles (Redlock, MultiLock);
 //! - `lost`: lost holds and the on_lost callback;
+//! - `counters`: `ferrolock_semaphore`, `ferrolock_permits` (permit-expirable
+//!   semaphore) and `ferrolock_latch` (count-down latch);
 //! - `status`: `ferrolock_status`, `ferrolock_last_error()`, status names, version.
 
 #![allow(non_camel_case_types)]
@@ -44,6 +46,7 @@ mod kind;
 mod lock;
 mod multi;
 mod lost;
+mod counters;
 mod status;
 
 pub use client::*;
@@ -53,4 +56,5 @@ pub use kind::*;
 pub use lock::*;
 pub use multi::*;
 pub use lost::*;
+pub use counters::*;
 pub use status::*;

@@ -41,6 +41,35 @@ pub struct LockState {
     /// This handle's holder for each thread that holds (or lost) the lock through it.
     threads: Mutex<HashMap<ThreadId, Lock>>,
     pub(crate) on_lost: Arc<LostSlot>,
+    /// The read and write handles of one `ferrolock_rwlock_new()` share this: each
+    /// thread is one holder (one holder id) on both sides, so that a writer may also
+    /// take read holds, as Redisson allows. `None`: the handle's holders are its own.
+    shared_ids: Option<Arc<SharedIds>>,
+}
+
+/// The holder id of each thread on the two sides of one read-write lock, with how
+/// many of the two handles have a holder for that thread (the id is forgotten with
+/// the last of them, so ids of exited threads do not pile up).
+#[derive(Default)]
+struct SharedIds(Mutex<HashMap<ThreadId, (u64, u32)>>);
+
+impl SharedIds {
+    fn take(&self, client: &Client) -> u64 {
+        let mut ids = lock_ignoring_poison(&self.0);
+        let entry = ids.entry(std::thread::current().id()).or_insert_with(|| (client.new_holder_id(), 0));
+        entry.1 += 1;
+        entry.0
+    }
+
+    fn put_back(&self, thread: ThreadId) {
+        let mut ids = lock_ignoring_poison(&self.0);
+        if let Some(entry) = ids.get_mut(&thread) {
+            entry.1 -= 1;
+            if entry.1 == 0 {
+                ids.remove(&thread);
+            }
+        }
+    }
 }
 
 enum Base {
@@ -58,18 +87,32 @@ pub(crate) fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl LockState {
     unsafe fn new(client: *mut ferrolock_client, name: *const c_char, kind: FerrolockLockKindArg) -> Result<Self, Error> {
+        let kind_arg = kind;
+        let kind = ferrolock_lock_kind::from_int(kind);
+        Self::of_kind(client, name, None, |name| {
+            kind.ok_or_else(|| {
+                invalid(format!(
+                    "kind = {kind_arg} for lock \"{name}\" is not a ferrolock_lock_kind; give one of {}",
+                    ferrolock_lock_kind::choices()
+                ))
+            })
+        })
+    }
+
+    unsafe fn of_kind(
+        client: *mut ferrolock_client,
+        name: *const c_char,
+        shared_ids: Option<Arc<SharedIds>>,
+        kind: impl FnOnce(&str) -> Result<LockKind, Error>,
+    ) -> Result<Self, Error> {
         let client = &client_arg(client)?.client;
         // Before the core is asked for anything: in a forked child its locks may have
         // been held by a thread that does not exist there.
         client.check_process()?;
         let name = c_str(name, "lock name")?;
-        let kind = ferrolock_lock_kind::from_int(kind).ok_or_else(|| {
-            invalid(format!(
-                "kind = {kind} for lock \"{name}\" is not a ferrolock_lock_kind; \
-                 give FERROLOCK_LOCK_REENTRANT (0) or FERROLOCK_LOCK_FENCED (1)"
-            ))
-        })?;
+        let kind = kind(name)?;
         let state = LockState {
+            shared_ids,
             base: Base::One(client.lock_with(name.as_bytes(), LockOptions::kind(kind))?),
             client: client.clone(),
             name: name.to_string(),
@@ -115,6 +158,7 @@ impl LockState {
             base: Base::Multi { members: members.to_vec(), quorum },
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
+            shared_ids: None,
         };
         Ok(state)
     }
@@ -135,12 +179,20 @@ impl LockState {
         self.client.check_process()?;
         let lock = match &self.base {
             Base::One(base) => {
-                let options = LockOptions {
-                    kind: base.kind(),
-                    holder_id: Some(self.client.new_holder_id()),
-                    owner: None,
+                let holder_id = match &self.shared_ids {
+                    Some(ids) => ids.take(&self.client),
+                    None => self.client.new_holder_id(),
                 };
-                self.client.lock_with(self.name.as_bytes(), options)?
+                let options = LockOptions { kind: base.kind(), holder_id: Some(holder_id), ..LockOptions::default() };
+                match self.client.lock_with(self.name.as_bytes(), options) {
+                    Ok(lock) => lock,
+                    Err(e) => {
+                        if let Some(ids) = &self.shared_ids {
+                            ids.put_back(id);
+                        }
+                        return Err(e);
+                    }
+                }
             }
             Base::Multi { members, quorum } => {
                 let mut holders = Vec::with_capacity(members.len());
@@ -168,6 +220,9 @@ impl LockState {
             match threads.get(&id) {
                 Some(l) if l.owner() == holder.owner() => {
                     threads.remove(&id);
+                    if let Some(ids) = &self.shared_ids {
+                        ids.put_back(id);
+                    }
                 }
                 _ => return,
             }
@@ -265,7 +320,7 @@ impl LockState {
         };
         if base.kind() != LockKind::Fenced {
             let how = "create it with ferrolock_fenced_lock_new() to get tokens";
-            return Err(invalid(format!("lock \"{}\" is not a fenced lock; {how}", self.name)));
+            return Err(invalid(format!("lock \"{}\" is not a fenced lock (it is {}); {how}", self.name, base.kind())));
         }
         let holder = self.thread_lock(false)?;
         if let Some(token) = holder.as_ref().and_then(Lock::token) {
@@ -295,14 +350,20 @@ pub(crate) fn lock_arg(lock: *mut ferrolock_lock) -> Result<Arc<LockState>, Erro
 ///
 /// @param client a live client.
 /// @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
-/// @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`) or `FERROLOCK_LOCK_FENCED`
-///        (Redisson `RFencedLock`).
+/// @param kind `FERROLOCK_LOCK_REENTRANT` (Redisson `RLock`), `FERROLOCK_LOCK_FENCED`
+///        (`RFencedLock`), `FERROLOCK_LOCK_FAIR` (`RFairLock`), `FERROLOCK_LOCK_READ` or
+///        `FERROLOCK_LOCK_WRITE` (one side of `RReadWriteLock`; `ferrolock_rwlock_new()`
+///        makes both sides for one holder). Every `ferrolock_lock_*` call works on
+///        every kind (`ferrolock_lock_token()` needs a fenced lock).
 /// @param out receives the handle, or NULL on failure. Free it with `ferrolock_lock_free()`.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
 ///         too long or non-UTF-8 name, `kind` not a `ferrolock_lock_kind`);
-///         `FERROLOCK_ERR_INTERNAL`.
+///         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_INTERNAL`.
 ///
 /// A handle may be shared by any number of threads: each thread is its own holder.
+/// Reentrant, fenced and fair locks of one name share its key and exclude each other;
+/// a key that holds something that is not a lock is `FERROLOCK_ERR_WRONG_TYPE` at
+/// the first call that reads it.
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_lock_new_kind(
     client: *mut ferrolock_client,
@@ -348,6 +409,60 @@ pub unsafe extern "C" fn ferrolock_fenced_lock_new(
     ferrolock_lock_new_kind(client, name, ferrolock_lock_kind::FERROLOCK_LOCK_FENCED as FerrolockLockKindArg, out)
 }
 
+/// Creates the two sides of the read-write lock `name` (Redisson `RReadWriteLock`)
+/// as two lock handles: `*out_read` (`FERROLOCK_LOCK_READ`: many readers at once)
+/// and `*out_write` (`FERROLOCK_LOCK_WRITE`: one writer alone). Sends nothing to Redis.
+///
+/// Each calling thread is one holder on both handles, so a thread that holds the
+/// write side may also take the read side (and keep it after releasing the write
+/// side: a downgrade), as Redisson allows; a thread that holds only the read side
+/// waits for the write side like anyone else (an upgrade waits until it times out).
+/// Every `ferrolock_lock_*` call works on both; free each with `ferrolock_lock_free()`.
+///
+/// @param client a live client.
+/// @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+/// @param out_read receives the read side, or NULL on failure.
+/// @param out_write receives the write side, or NULL on failure.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty,
+///         too long or non-UTF-8 name, the same pointer for both outputs);
+///         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_INTERNAL`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_rwlock_new(
+    client: *mut ferrolock_client,
+    name: *const c_char,
+    out_read: *mut *mut ferrolock_lock,
+    out_write: *mut *mut ferrolock_lock,
+) -> ferrolock_status {
+    ffi!({
+        // Raw writes: the two may be the same pointer (refused below), and two `&mut`
+        // to one place must never exist.
+        for out in [out_read, out_write] {
+            if !out.is_null() {
+                *out = std::ptr::null_mut();
+            }
+        }
+        ffi::out(out_read, "out_read")?;
+        ffi::out(out_write, "out_write")?;
+        if std::ptr::eq(out_read, out_write) {
+            return Err(invalid("out_read and out_write are the same pointer; give one for each side"));
+        }
+        let ids = Arc::new(SharedIds::default());
+        let read = LockState::of_kind(client, name, Some(ids.clone()), |_| Ok(LockKind::Read))?;
+        let write = LockState::of_kind(client, name, Some(ids), |_| Ok(LockKind::Write))?;
+        let read = LOCKS.insert(read)?;
+        let write = match LOCKS.insert(write) {
+            Ok(write) => write,
+            Err(e) => {
+                drop(LOCKS.remove(read, "out_read"));
+                return Err(e);
+            }
+        };
+        *out_read = std::ptr::without_provenance_mut(read);
+        *out_write = std::ptr::without_provenance_mut(write);
+        Ok(())
+    })
+}
+
 /// Frees a lock handle. NULL is fine. Every hold still taken through it, by any
 /// thread (also threads that have exited), is released first. Best effort: when
 /// Redis does not answer it gives up after about 5 s, and such a hold stays (renewed)
@@ -380,7 +495,15 @@ pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) -> ferro
 impl Drop for LockState {
     /// Releases every hold still taken through the handle (see `ferrolock_lock_free()`).
     fn drop(&mut self) {
-        let threads: Vec<Lock> = lock_ignoring_poison(&self.threads).drain().map(|(_, l)| l).collect();
+        let threads: Vec<Lock> = lock_ignoring_poison(&self.threads)
+            .drain()
+            .map(|(id, l)| {
+                if let Some(ids) = &self.shared_ids {
+                    ids.put_back(id);
+                }
+                l
+            })
+            .collect();
         let held: Vec<Lock> = threads.iter().filter(|l| l.local_hold_count() > 0).cloned().collect();
         if !held.is_empty() {
             let _ = block_on(Some(&self.client), async move {

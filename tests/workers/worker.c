@@ -1,8 +1,9 @@
 /*
  * The C worker of the cross-language tests and of `ferrolock demo`: a thin user of
  * bindings-c (include/ferrolock.h) that speaks the line protocol of
- * tests/workers/README.md. Every command runs on the main thread, which is the
- * holder (with the lock handle) of every lock this worker takes.
+ * tests/workers/README.md (with "The family": every lock kind, semaphores,
+ * permit-expirable semaphores, latches). Every command runs on the main thread, which
+ * is the holder (with the lock handle) of every lock this worker takes.
  *
  *     ferrolock-worker-c URL [WATCHDOG_MS]
  */
@@ -23,16 +24,32 @@
 
 #include "ferrolock.h"
 
-/* The one lock handle (one holder) this worker keeps per lock name. */
+/* Lock kinds as the protocol names them, in ferrolock_lock_kind order. */
+static const char *const kind_names[] = {"plain", "fenced", "fair", "read", "write"};
+enum { KINDS = sizeof kind_names / sizeof kind_names[0] };
+
+/* The one lock handle (one holder) this worker keeps per (lock name, kind). The read
+ * and write entries of a name are the two sides of one ferrolock_rwlock_new(). */
 struct entry {
     char *name;
+    ferrolock_lock_kind kind;
     ferrolock_lock *lock;
     unsigned depth; /* levels acquired and not yet released (a lost hold counts until it is released) */
     struct entry *next;
 };
 
+/* The one handle this worker keeps per semaphore, permit-expirable semaphore or latch name. */
+enum shape { SEMAPHORE, PERMITS, LATCH };
+struct counted {
+    char *name;
+    enum shape shape;
+    void *handle;
+    struct counted *next;
+};
+
 static ferrolock_client *client;
-static struct entry *entries;
+static struct entry *entries; /* in order of first use */
+static struct counted *counteds;
 /* The on_lost callback signals this condition; `lost` waits on it. */
 static pthread_mutex_t lost_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t lost_cond = PTHREAD_COND_INITIALIZER;
@@ -107,28 +124,106 @@ static bool valid_text(const unsigned char *s, size_t n) {
     return true;
 }
 
-/* The handle for `name`, created on first use (fenced or plain); NULL after replying an error. */
-static struct entry *entry_for(const char *name, bool fenced) {
+static struct entry *find_entry(const char *name, int kind) {
     for (struct entry *e = entries; e; e = e->next)
-        if (strcmp(e->name, name) == 0) return e;
-    ferrolock_lock *lock = NULL;
-    ferrolock_status st = fenced ? ferrolock_fenced_lock_new(client, name, &lock) : ferrolock_lock_new(client, name, &lock);
-    if (st == FERROLOCK_OK) st = ferrolock_lock_on_lost(lock, on_lost, NULL);
-    struct entry *e = st == FERROLOCK_OK ? calloc(1, sizeof *e) : NULL;
+        if (strcmp(e->name, name) == 0 && (kind < 0 || (int)e->kind == kind)) return e;
+    return NULL;
+}
+
+/* Appends an entry (the caller made its handle); NULL when out of memory. */
+static struct entry *add_entry(const char *name, ferrolock_lock_kind kind, ferrolock_lock *lock) {
+    struct entry *e = calloc(1, sizeof *e);
     if (!e || !(e->name = strdup(name))) {
-        if (st == FERROLOCK_OK) say_error("err", "ERR_INTERNAL", "out of memory");
-        else say_status(st);
-        ferrolock_lock_free(lock);
         free(e);
         return NULL;
     }
+    e->kind = kind;
     e->lock = lock;
-    e->next = entries;
-    entries = e;
+    struct entry **tail = &entries;
+    while (*tail) tail = &(*tail)->next;
+    *tail = e;
     return e;
 }
 
-/* Acquires one level; on FERROLOCK_OK `token` holds the token (`-` for a plain lock). */
+/* The handle for (`name`, `kind`), created on first use (read and write together, as
+ * one read-write lock); NULL after replying an error. */
+static struct entry *entry_for(const char *name, ferrolock_lock_kind kind) {
+    struct entry *e = find_entry(name, (int)kind);
+    if (e) return e;
+    bool rw = kind == FERROLOCK_LOCK_READ || kind == FERROLOCK_LOCK_WRITE;
+    ferrolock_lock *locks[2] = {NULL, NULL}; /* the kind asked for, then its other side */
+    ferrolock_status st = !rw ? ferrolock_lock_new_kind(client, name, kind, &locks[0])
+                          : kind == FERROLOCK_LOCK_READ ? ferrolock_rwlock_new(client, name, &locks[0], &locks[1])
+                                                        : ferrolock_rwlock_new(client, name, &locks[1], &locks[0]);
+    for (int i = 0; i < 2 && st == FERROLOCK_OK; i++)
+        if (locks[i]) st = ferrolock_lock_on_lost(locks[i], on_lost, NULL);
+    if (st != FERROLOCK_OK) {
+        say_status(st);
+        ferrolock_lock_free(locks[0]);
+        ferrolock_lock_free(locks[1]);
+        return NULL;
+    }
+    ferrolock_lock_kind other = kind == FERROLOCK_LOCK_READ ? FERROLOCK_LOCK_WRITE : FERROLOCK_LOCK_READ;
+    if (!(e = add_entry(name, kind, locks[0])) || (locks[1] && !add_entry(name, other, locks[1]))) {
+        say_error("err", "ERR_INTERNAL", "out of memory");
+        if (!e) ferrolock_lock_free(locks[0]);
+        ferrolock_lock_free(locks[1]);
+        return NULL;
+    }
+    return e;
+}
+
+/* The entry of `name` for release / lost / force_unlock: of `kind_field` when given,
+ * else of the kind NAME was first used with (plain for a name never used). */
+static struct entry *entry_named(const char *name, const char *kind_field);
+
+/* A KIND field: its ferrolock_lock_kind, or -1 after replying an error. */
+static int parse_kind(const char *field) {
+    for (int k = 0; k < KINDS; k++)
+        if (strcmp(field, kind_names[k]) == 0) return k;
+    say_error("err", "ERR_INVALID_ARGUMENT", "KIND must be plain, fenced, fair, read or write, not \"%s\"", field);
+    return -1;
+}
+
+static struct entry *entry_named(const char *name, const char *kind_field) {
+    if (kind_field) {
+        int kind = parse_kind(kind_field);
+        return kind < 0 ? NULL : entry_for(name, (ferrolock_lock_kind)kind);
+    }
+    struct entry *e = find_entry(name, -1);
+    return e ? e : entry_for(name, FERROLOCK_LOCK_REENTRANT);
+}
+
+/* The semaphore / permits / latch handle for `name`, created on first use; NULL after
+ * replying an error. */
+static void *counted_for(const char *name, enum shape shape) {
+    for (struct counted *c = counteds; c; c = c->next)
+        if (c->shape == shape && strcmp(c->name, name) == 0) return c->handle;
+    void *handle = NULL;
+    ferrolock_status st = shape == SEMAPHORE ? ferrolock_semaphore_new(client, name, (ferrolock_semaphore **)&handle)
+                          : shape == PERMITS ? ferrolock_permits_new(client, name, (ferrolock_permits **)&handle)
+                                             : ferrolock_latch_new(client, name, (ferrolock_latch **)&handle);
+    if (st != FERROLOCK_OK) {
+        say_status(st);
+        return NULL;
+    }
+    struct counted *c = calloc(1, sizeof *c);
+    if (!c || !(c->name = strdup(name))) {
+        say_error("err", "ERR_INTERNAL", "out of memory");
+        free(c);
+        if (shape == SEMAPHORE) ferrolock_semaphore_free(handle);
+        else if (shape == PERMITS) ferrolock_permits_free(handle);
+        else ferrolock_latch_free(handle);
+        return NULL;
+    }
+    c->shape = shape;
+    c->handle = handle;
+    c->next = counteds;
+    counteds = c;
+    return handle;
+}
+
+/* Acquires one level; on FERROLOCK_OK `token` holds the token (`-` for kinds without one). */
 static ferrolock_status acquire(struct entry *e, int64_t wait_ms, char token[24]) {
     bool lost = false;
     ferrolock_lock_is_lost(e->lock, &lost);
@@ -192,7 +287,27 @@ static void sleep_us(int64_t us) {
     }
 }
 
-static void count(struct entry *e, const char *counter, const char *log, int64_t max, int64_t seconds, int64_t hold_us) {
+/* What `count` runs its sections on: a lock entry, or one permit of a semaphore. */
+struct section {
+    struct entry *lock;
+    ferrolock_semaphore *sem;
+};
+
+static ferrolock_status section_enter(struct section *s, char token[24]) {
+    if (s->lock) {
+        ferrolock_status st = acquire(s->lock, -1, token);
+        if (st == FERROLOCK_OK && strcmp(token, "-") == 0) strcpy(token, "0");
+        return st;
+    }
+    strcpy(token, "0");
+    return ferrolock_semaphore_acquire(s->sem, 1, -1);
+}
+
+static ferrolock_status section_leave(struct section *s) {
+    return s->lock ? release(s->lock) : ferrolock_semaphore_release(s->sem, 1, NULL);
+}
+
+static void count(struct section *e, const char *counter, const char *log, int64_t max, int64_t seconds, int64_t hold_us) {
     FILE *logf = fopen(log, "a");
     if (!logf) {
         say_error("err", "ERR_INVALID_ARGUMENT", "file \"%s\": %s", log, strerror(errno));
@@ -203,7 +318,7 @@ static void count(struct entry *e, const char *counter, const char *log, int64_t
     while ((max == 0 || done < max) && (seconds == 0 || now_ns() - start < (uint64_t)seconds * 1000000000u)) {
         char token[24];
         uint64_t t0 = now_ns();
-        ferrolock_status st = acquire(e, -1, token);
+        ferrolock_status st = section_enter(e, token);
         if (st != FERROLOCK_OK) {
             say_status(st);
             goto out;
@@ -212,7 +327,7 @@ static void count(struct entry *e, const char *counter, const char *log, int64_t
         const char *problem = bump_counter(counter);
         sleep_us(hold_us);
         uint64_t t2 = now_ns();
-        if ((st = release(e)) != FERROLOCK_OK) {
+        if ((st = section_leave(e)) != FERROLOCK_OK) {
             say_status(st);
             goto out;
         }
@@ -231,41 +346,130 @@ out:
     fclose(logf);
 }
 
+/* "ok true" / "ok false", or the error, for a call that answers a bool. */
+static void say_bool(ferrolock_status st, bool b) {
+    if (st == FERROLOCK_OK) say("ok %s", b ? "true" : "false");
+    else say_status(st);
+}
+
+/* "ok N", or the error. */
+static void say_count(ferrolock_status st, uint64_t n) {
+    if (st == FERROLOCK_OK) say("ok %" PRIu64, n);
+    else say_status(st);
+}
+
+/* "ok" / "timeout", or the error, for a bounded wait. */
+static void say_waited(ferrolock_status st, const char *ok) {
+    if (st == FERROLOCK_OK) say("%s", ok);
+    else if (st == FERROLOCK_NOT_ACQUIRED) say("timeout");
+    else say_status(st);
+}
+
+/* The commands of the semaphores and latches; false when `f[0]` is none of them. */
+static bool run_counted(char **f, int n) {
+    void *h;
+    int64_t a = -1, b = -1;
+    bool flag = false;
+    uint64_t out = 0;
+    const char *cmd = f[0];
+    if (strcmp(cmd, "sem_set") == 0 && n == 3) {
+        if (!number(f[2], "PERMITS", &a) || !(h = counted_for(f[1], SEMAPHORE))) return true;
+        ferrolock_status st = ferrolock_semaphore_try_set_permits(h, (uint64_t)a, &flag);
+        say_bool(st, flag);
+    } else if (strcmp(cmd, "sem_acquire") == 0 && (n == 3 || n == 4)) {
+        if (!number(f[2], "PERMITS", &a) || (n == 4 && !number(f[3], "WAIT_MS", &b))) return true;
+        if (!(h = counted_for(f[1], SEMAPHORE))) return true;
+        say_waited(ferrolock_semaphore_acquire(h, (uint64_t)a, b), "ok");
+    } else if (strcmp(cmd, "sem_release") == 0 && n == 3) {
+        if (!number(f[2], "PERMITS", &a) || !(h = counted_for(f[1], SEMAPHORE))) return true;
+        ferrolock_status st = ferrolock_semaphore_release(h, (uint64_t)a, &out);
+        say_count(st, out);
+    } else if (strcmp(cmd, "sem_available") == 0 && n == 2) {
+        if (!(h = counted_for(f[1], SEMAPHORE))) return true;
+        ferrolock_status st = ferrolock_semaphore_available(h, &out);
+        say_count(st, out);
+    } else if (strcmp(cmd, "permit_set") == 0 && n == 3) {
+        if (!number(f[2], "PERMITS", &a) || !(h = counted_for(f[1], PERMITS))) return true;
+        ferrolock_status st = ferrolock_permits_try_set_permits(h, (uint64_t)a, &flag);
+        say_bool(st, flag);
+    } else if (strcmp(cmd, "permit_acquire") == 0 && n >= 2 && n <= 4) {
+        if (n >= 3 && strcmp(f[2], "-") != 0 && !number(f[2], "WAIT_MS", &a)) return true;
+        if (n == 4 && !number(f[3], "LEASE_MS", &b)) return true;
+        if (!(h = counted_for(f[1], PERMITS))) return true;
+        char id[FERROLOCK_PERMIT_ID_SIZE];
+        ferrolock_status st = ferrolock_permits_acquire(h, a, b, id, sizeof id);
+        if (st == FERROLOCK_OK) say("ok %s", id);
+        else say_waited(st, "ok");
+    } else if (strcmp(cmd, "permit_release") == 0 && n == 3) {
+        if (!(h = counted_for(f[1], PERMITS))) return true;
+        ferrolock_status st = ferrolock_permits_release(h, f[2], &flag);
+        say_bool(st, flag);
+    } else if (strcmp(cmd, "latch_set") == 0 && n == 3) {
+        if (!number(f[2], "COUNT", &a) || !(h = counted_for(f[1], LATCH))) return true;
+        ferrolock_status st = ferrolock_latch_try_set_count(h, (uint64_t)a, &flag);
+        say_bool(st, flag);
+    } else if (strcmp(cmd, "latch_down") == 0 && n == 2) {
+        if (!(h = counted_for(f[1], LATCH))) return true;
+        ferrolock_status st = ferrolock_latch_count_down(h, &out);
+        say_count(st, out);
+    } else if (strcmp(cmd, "latch_count") == 0 && n == 2) {
+        if (!(h = counted_for(f[1], LATCH))) return true;
+        ferrolock_status st = ferrolock_latch_count(h, &out);
+        say_count(st, out);
+    } else if (strcmp(cmd, "latch_wait") == 0 && (n == 2 || n == 3)) {
+        if (n == 3 && !number(f[2], "WAIT_MS", &a)) return true;
+        if (!(h = counted_for(f[1], LATCH))) return true;
+        say_waited(ferrolock_latch_wait(h, a), "ok open");
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* Runs one command line (split in place) and prints its one reply. */
 static void run(char *line) {
-    char *f[8];
-    int n = 0;
-    for (char *p = line; n < 8; p++) {
+    enum { MAX_FIELDS = 10 };
+    char *f[MAX_FIELDS];
+    int n = 1;
+    for (const char *p = line; (p = strchr(p, ' ')); p++) n++;
+    if (n > MAX_FIELDS) { /* more than any command has; the line is reported whole */
+        say_error("err", "ERR_INVALID_ARGUMENT", "malformed command \"%s\"; see tests/workers/README.md", line);
+        return;
+    }
+    n = 0;
+    for (char *p = line;; p++) {
         f[n++] = p;
         if (!(p = strchr(p, ' '))) break;
         *p = '\0';
     }
-    bool plain_or_fenced = n >= 3 && (strcmp(f[2], "plain") == 0 || strcmp(f[2], "fenced") == 0);
     struct entry *e;
-    if (strcmp(f[0], "acquire") == 0 && (n == 3 || n == 4) && plain_or_fenced) {
+    if (strcmp(f[0], "acquire") == 0 && (n == 3 || n == 4)) {
         int64_t wait_ms = -1;
         char token[24];
+        int kind = parse_kind(f[2]);
+        if (kind < 0) return;
         if (n == 4 && !number(f[3], "WAIT_MS", &wait_ms)) return;
-        if (!(e = entry_for(f[1], strcmp(f[2], "fenced") == 0))) return;
+        if (!(e = entry_for(f[1], (ferrolock_lock_kind)kind))) return;
         ferrolock_status st = acquire(e, wait_ms, token);
         if (st == FERROLOCK_OK) say("ok %s", token);
-        else if (st == FERROLOCK_NOT_ACQUIRED) say("timeout");
-        else say_status(st);
-    } else if (strcmp(f[0], "release") == 0 && n == 2) {
-        if (!(e = entry_for(f[1], false))) return;
+        else say_waited(st, "ok");
+        return;
+    } else if (strcmp(f[0], "release") == 0 && (n == 2 || n == 3)) {
+        if (!(e = entry_named(f[1], n == 3 ? f[2] : NULL))) return;
         ferrolock_status st = release(e);
         if (st == FERROLOCK_OK) say("ok");
         else say_status(st);
+        return;
     } else if (strcmp(f[0], "force_unlock") == 0 && n == 2) {
         bool was_locked = false;
-        if (!(e = entry_for(f[1], false))) return;
+        if (!(e = entry_named(f[1], NULL))) return;
         ferrolock_status st = ferrolock_lock_force_unlock(e->lock, &was_locked);
-        if (st == FERROLOCK_OK) say("ok %s", was_locked ? "true" : "false");
-        else say_status(st);
-    } else if (strcmp(f[0], "lost") == 0 && n == 2) {
-        if (!(e = entry_for(f[1], false))) return;
+        say_bool(st, was_locked);
+        return;
+    } else if (strcmp(f[0], "lost") == 0 && (n == 2 || n == 3)) {
+        if (!(e = entry_named(f[1], n == 3 ? f[2] : NULL))) return;
         if (e->depth == 0) {
-            say_error("err", "ERR_NOT_OWNER", "lock \"%s\" is not held by this worker", f[1]);
+            say_error("err", "ERR_NOT_OWNER", "lock \"%s\" (%s) is not held by this worker", f[1], kind_names[e->kind]);
             return;
         }
         bool lost = false;
@@ -273,15 +477,30 @@ static void run(char *line) {
         while (ferrolock_lock_is_lost(e->lock, &lost) == FERROLOCK_OK && !lost) pthread_cond_wait(&lost_cond, &lost_mutex);
         pthread_mutex_unlock(&lost_mutex);
         say("lost");
-    } else if (strcmp(f[0], "count") == 0 && n == 7) {
-        int64_t max, seconds, hold_us;
+        return;
+    } else if (strcmp(f[0], "count") == 0 && (n == 7 || n == 8)) {
+        int64_t max, seconds, hold_us, permits;
         if (!number(f[4], "MAX", &max) || !number(f[5], "SECONDS", &seconds) || !number(f[6], "HOLD_US", &hold_us)) return;
-        if (!(e = entry_for(f[1], true))) return;
-        count(e, f[2], f[3], max, seconds, hold_us);
-    } else {
-        for (int i = 1; i < n; i++) f[i][-1] = ' '; /* undo the split */
-        say_error("err", "ERR_INVALID_ARGUMENT", "malformed command \"%s\"; see tests/workers/README.md", line);
+        struct section section = {NULL, NULL};
+        if (n == 8 && strncmp(f[7], "sem:", 4) == 0) {
+            if (!number(f[7] + 4, "the P of sem:P", &permits)) return;
+            if (!(section.sem = counted_for(f[1], SEMAPHORE))) return;
+            ferrolock_status st = ferrolock_semaphore_try_set_permits(section.sem, (uint64_t)permits, NULL);
+            if (st != FERROLOCK_OK) {
+                say_status(st);
+                return;
+            }
+        } else {
+            int kind = n == 8 ? parse_kind(f[7]) : FERROLOCK_LOCK_FENCED;
+            if (kind < 0 || !(section.lock = entry_for(f[1], (ferrolock_lock_kind)kind))) return;
+        }
+        count(&section, f[2], f[3], max, seconds, hold_us);
+        return;
+    } else if (run_counted(f, n)) {
+        return;
     }
+    for (int i = 1; i < n; i++) f[i][-1] = ' '; /* undo the split */
+    say_error("err", "ERR_INVALID_ARGUMENT", "malformed command \"%s\"; see tests/workers/README.md", line);
 }
 
 int main(int argc, char **argv) {
@@ -323,6 +542,15 @@ int main(int argc, char **argv) {
         free(entries->name);
         free(entries);
         entries = next;
+    }
+    while (counteds) {
+        struct counted *next = counteds->next;
+        if (counteds->shape == SEMAPHORE) ferrolock_semaphore_free(counteds->handle);
+        else if (counteds->shape == PERMITS) ferrolock_permits_free(counteds->handle);
+        else ferrolock_latch_free(counteds->handle);
+        free(counteds->name);
+        free(counteds);
+        counteds = next;
     }
     say("bye");
     return 0;
