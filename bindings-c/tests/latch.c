@@ -81,8 +81,7 @@ int main(void) {
     redis_cmd(reply, sizeof reply, "RPUSH", "ready-wrong", "x", NULL);
     EXPECT(ferrolock_latch_count(wrong, &n), FERROLOCK_ERR_WRONG_TYPE);
     EXPECT(ferrolock_latch_count_down(wrong, NULL), FERROLOCK_ERR_WRONG_TYPE);
-    OK(ferrolock_latch_try_set_count(wrong, 1, &set)); /* Redisson's script only asks whether the key exists */
-    CHECK(!set);
+    EXPECT(ferrolock_latch_try_set_count(wrong, 1, &set), FERROLOCK_ERR_WRONG_TYPE);
     EXPECT(ferrolock_latch_wait(wrong, 0), FERROLOCK_ERR_WRONG_TYPE);
     redis_cmd(reply, sizeof reply, "DEL", "ready-wrong", NULL);
     redis_cmd(reply, sizeof reply, "SET", "ready-wrong", "many", NULL);

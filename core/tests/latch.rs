@@ -97,7 +97,12 @@ async fn bad_input_and_wrong_types_are_refused() {
     assert_eq!(latch.wait(Some(Duration::from_secs(8 * 86400))).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
     let _: () = raw.hset("a-lock", "owner", 1).await.unwrap();
     let latch = client.count_down_latch("a-lock").unwrap();
-    for err in [latch.count().await.unwrap_err(), latch.count_down().await.unwrap_err(), latch.wait(None).await.unwrap_err()] {
+    for err in [
+        latch.count().await.unwrap_err(),
+        latch.count_down().await.unwrap_err(),
+        latch.wait(None).await.unwrap_err(),
+        latch.try_set_count(1).await.unwrap_err(),
+    ] {
         assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
     }
     client.shutdown().await.unwrap();
