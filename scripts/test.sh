@@ -9,6 +9,8 @@ ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrin
 
 echo "== core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
+# The acquire spans exist only with the `spans` feature (for OpenTelemetry).
+cargo test -p ferrolock --features spans --test spans
 
 echo "== C binding"
 bash bindings-c/test.sh
