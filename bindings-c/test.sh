@@ -63,12 +63,11 @@ finish() {
     ((failed == 0))
 }
 
-CARGO_NICE=(nice -n 10)
 
 # 1. Build, generating the header into a temp file on the way (build.rs + cbindgen).
 build_lib() {
     cd "$ROOT"
-    FERROLOCK_C_HEADER="$WORK/ferrolock.h" "${CARGO_NICE[@]}" cargo build -p ferrolock-c --features generate-header
+    FERROLOCK_C_HEADER="$WORK/ferrolock.h" cargo build -p ferrolock-c --features generate-header
 }
 if ! check build build_lib; then finish; exit 1; fi
 
@@ -86,14 +85,14 @@ check header-up-to-date header_up_to_date || true
 # 2. The Rust side's own checks (a panic becomes FERROLOCK_ERR_INTERNAL).
 rust_unit_tests() {
     cd "$ROOT"
-    "${CARGO_NICE[@]}" cargo test -p ferrolock-c --lib
+    cargo test -p ferrolock-c --lib
 }
 check rust-unit-tests rust_unit_tests || true
 
 # 3. Install into a temp PREFIX (debug build, to reuse the compiled crates).
 PREFIX="$WORK/prefix"
 install_step() {
-    "${CARGO_NICE[@]}" make -C "$HERE" install PREFIX="$PREFIX" PROFILE=debug
+    make -C "$HERE" install PREFIX="$PREFIX" PROFILE=debug
     test -f "$PREFIX/include/ferrolock.h" && test -f "$PREFIX/include/ferrolock.hpp" &&
         test -f "$PREFIX/lib/libferrolock.so" && test -f "$PREFIX/lib/libferrolock.a" &&
         test -f "$PREFIX/lib/pkgconfig/ferrolock.pc"
@@ -259,7 +258,7 @@ check legacy-job-static legacy_job_static || true
 #    its own (about 2 min of CPU the first time).
 release_static() {
     local rel="$WORK/release"
-    "${CARGO_NICE[@]}" make -C "$HERE" install PREFIX="$rel" PROFILE=release
+    make -C "$HERE" install PREFIX="$rel" PROFILE=release
     local size max=$((16 * 1024 * 1024))
     size=$(stat -c %s "$rel/lib/libferrolock.a")
     echo "release libferrolock.a: $size bytes, libferrolock.so: $(stat -L -c %s "$rel/lib/libferrolock.so") bytes"
