@@ -203,12 +203,27 @@ fn usage_errors_exit_2() {
         (&["unlock", "name"], "--force"),
         (&["lock", "name"], "lock"),
         (&["status"], "<NAME>"),
-        (&["status", ""], "lock name is empty"),
+        (&["status", ""], "the name is empty"),
         (&["run", "", "--", "true"], "lock name is empty"),
         (&["run", "name", "-c", "true", "--", "true"], "--command"),
         (&["run", "name", "-c", "true", "extra"], "--command"),
         (&["run", "name", "-c"], "--command"),
         (&["status", "name", "--check", "--check"], "--check"),
+        (&["run", "--shared", "--fenced", "name", "--", "true"], "--fenced"),
+        (&["run", "--shared", "--exclusive", "name", "--", "true"], "--exclusive"),
+        (&["run", "--fair", "--exclusive", "name", "--", "true"], "--fair"),
+        (&["run", "--semaphore", "0", "name", "--", "true"], "--semaphore"),
+        (&["run", "--semaphore", "two", "name", "--", "true"], "--semaphore"),
+        (&["run", "--semaphore", "2", "--lease", "5", "name", "--", "true"], "--lease"),
+        (&["run", "--semaphore", "2", "--fair", "name", "--", "true"], "--semaphore"),
+        (&["latch", "name"], "--count"),
+        (&["latch", "name", "--count", "0"], "--count"),
+        (&["latch", "name", "--count", "2", "--count-down"], "--count"),
+        (&["latch", "name", "--timeout", "1", "--count-down"], "--timeout"),
+        (&["latch", "name", "--wait", "--timeout", "-1"], "--timeout"),
+        (&["latch", "", "--count-down"], "latch name is empty"),
+        (&["run", "--semaphore", "2", "", "--", "true"], "semaphore name is empty"),
+        (&["status", "name", "--kind", "queue"], "--kind"),
     ];
     for (args, mentions) in cases {
         // Nothing listens here: a usage error must be reported before any connection.
@@ -455,7 +470,7 @@ async fn status_while_held_and_when_free() {
     let free = status_json(&server, "st").await;
     assert_eq!(
         free,
-        serde_json::json!({"name": "st", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1})
+        serde_json::json!({"name": "st", "kind": "lock", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1})
     );
     let text = finish(&mut ferrolock(&server, &["status", "st"]));
     assert_eq!(text.code, 0, "{text:?}");
@@ -500,16 +515,18 @@ async fn a_key_that_is_not_a_lock_is_refused() {
     let server = RedisServer::start();
     let out = finish(&mut run_cmd(&server, &["--fenced"], "typed", &sh("true")));
     assert_eq!(out.code, 0, "{out:?}");
-    // The token counter is a plain string key: not a lock.
+    // The token counter is a plain string key: not a lock (status reads it as a number: see
+    // status_tells_every_kind_apart); a list is nothing ferrolock knows.
     let counter = "redisson_lock_token:{typed}";
-    for args in [&["status", counter][..], &["unlock", "--force", counter], &["run", "-n", counter, "--", "true"]] {
+    let mut conn = server.raw().await;
+    let _: () = redis::cmd("RPUSH").arg("a-list").arg("x").query_async(&mut conn).await.unwrap();
+    for args in [&["status", "a-list"][..], &["unlock", "--force", counter], &["run", "-n", counter, "--", "true"]] {
         let out = finish(&mut ferrolock(&server, args));
         assert_eq!(out.code, 65, "{args:?}: {out:?}");
         assert!(out.stderr.starts_with("ferrolock: "), "{out:?}");
         assert!(out.stderr.contains("not a lock") || out.stderr.contains("another type"), "{out:?}");
     }
-    let mut conn = server.raw().await;
-    assert_eq!(keys(&mut conn).await, vec![counter.to_string()], "unlock --force must not delete a non-lock key");
+    assert_eq!(keys(&mut conn).await, vec!["a-list".to_string(), counter.to_string()], "unlock --force must not delete a non-lock key");
 }
 
 /// Creates (or changes) ACL user `user` with password `pw` and these extra rules.
@@ -939,7 +956,7 @@ async fn rust_log_shows_core_events_on_stderr_and_nothing_without_it() {
         }
     }
     // A filter that does not parse: said once, and the command still runs.
-    let out = finish(&mut run_cmd(&server, &[], "logged", &sh("echo ran")).env("RUST_LOG", "ferrolock=loud"));
+    let out = finish(run_cmd(&server, &[], "logged", &sh("echo ran")).env("RUST_LOG", "ferrolock=loud"));
     assert_eq!((out.code, out.stdout.as_str()), (0, "ran\n"), "{out:?}");
     assert!(out.stderr.starts_with("ferrolock: RUST_LOG=\"ferrolock=loud\" is not a log filter"), "{out:?}");
 }
@@ -988,4 +1005,396 @@ async fn app_name_names_every_connection_in_client_list() {
     let out = finish(Command::new(target_binary("ferrolock")).args(["--app-name", "my app", "status", "x"]).env("REDIS_URL", "redis://127.0.0.1:1"));
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("--app-name \"my app\""), "{out:?}");
+}
+
+
+/// The options of other kinds that need one server are refused with several URLs,
+/// before connecting (nothing listens on these ports).
+#[test]
+fn kinds_of_one_server_refuse_several_urls() {
+    let bin = target_binary("ferrolock");
+    let urls = ["--url", "redis://127.0.0.1:1", "--url", "redis://127.0.0.1:2"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--shared", "name", "--", "true"], "--shared takes one URL, not 2"),
+        (&["run", "--exclusive", "name", "--", "true"], "--exclusive takes one URL, not 2"),
+        (&["run", "--fair", "name", "--", "true"], "--fair takes one URL, not 2"),
+        (&["run", "--semaphore", "3", "name", "--", "true"], "--semaphore takes one URL, not 2"),
+        (&["latch", "name", "--count-down"], "latch takes one URL, not 2"),
+        (&["status", "name", "--kind", "semaphore"], "--kind other than lock takes one URL"),
+    ];
+    for (args, says) in cases {
+        let out = finish(Command::new(&bin).args(urls).args(*args));
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains(says), "{args:?}: {out:?}");
+    }
+    // Behind Sentinel (or on a Cluster) status cannot read the helper keys itself.
+    let out = finish(Command::new(&bin).args(["--url", "redis+sentinel://127.0.0.1:1/m", "status", "name", "--kind", "latch"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("status --kind latch needs a one-server URL"), "{out:?}");
+}
+
+/// A cluster node given as redis:// is the cluster's seed: status reads a name served
+/// by another node as a lock, and refuses a --kind it cannot read there.
+#[tokio::test]
+async fn status_through_a_cluster_node_reads_a_lock() {
+    let cluster = ferrolock_harness::Cluster::start().await;
+    let seed = cluster.seed_url();
+    let seed_port: u16 = seed.rsplit(':').next().unwrap().parse().unwrap();
+    // A name whose slot another node serves: the seed answers MOVED.
+    let mut name = String::new();
+    for i in 0.. {
+        name = format!("elsewhere-{i}");
+        if cluster.owner_of(name.as_bytes()).await != seed_port {
+            break;
+        }
+    }
+    let bin = target_binary("ferrolock");
+    let out = finish(Command::new(&bin).args(["--url", &seed, "status", &name, "--json"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!((status["kind"].as_str(), status["locked"].as_bool()), (Some("lock"), Some(false)), "{status}");
+    let out = finish(Command::new(&bin).args(["--url", &seed, "status", &name, "--kind", "semaphore"]));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("cluster node"), "{out:?}");
+}
+
+#[tokio::test]
+async fn signals_reach_cmd_under_a_semaphore_and_the_permit_comes_back() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let got = scratch.path("got");
+    let script = scratch.holder_script(&[("TERM", &format!("echo TERM > {got}; exit 21"))]);
+    let running = Running::start(&mut run_cmd(&server, &["--semaphore", "2"], "sig-sem", &script));
+    scratch.wait_for("ready").await;
+    running.signal("TERM");
+    let out = running.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 21, "{out:?}");
+    assert_eq!(scratch.read("got").as_deref(), Some("TERM"));
+    let mut conn = server.raw().await;
+    let free: String = redis::cmd("GET").arg("sig-sem").query_async(&mut conn).await.unwrap();
+    assert_eq!(free, "2");
+}
+
+#[tokio::test]
+async fn permit_not_given_back_exits_74_and_says_the_semaphore_stays_short() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let url = acl_user(&server, "sem-runner", &["on", ">pw", "~*", "&*", "+@all"]).await;
+    let running = Running::start(&mut run_cmd(&server, &["--url", &url, "--semaphore", "2"], "short", &scratch.holder_script(&[])));
+    scratch.wait_for("ready").await;
+    // While CMD runs, the user loses EVALSHA: the release script is refused.
+    acl_user(&server, "sem-runner", &["-evalsha"]).await;
+    scratch.stop();
+    let out = running.finish(Duration::from_secs(30)).await;
+    assert_eq!(out.code, 74, "{out:?}");
+    assert!(out.stderr.contains("could not give back the permit of semaphore \"short\"") && out.stderr.contains("+evalsha"), "{out:?}");
+    assert!(
+        out.stderr.contains("semaphore \"short\" stays one permit short until someone releases one (permits have no lease); the command's own exit status was 0"),
+        "{out:?}"
+    );
+    let mut conn = server.raw().await;
+    let free: String = redis::cmd("GET").arg("short").query_async(&mut conn).await.unwrap();
+    assert_eq!(free, "1");
+}
+
+#[tokio::test]
+async fn acl_refusals_of_latch_and_status_exit_77() {
+    let server = RedisServer::start();
+    let mut conn = server.raw().await;
+    let _: () = redis::cmd("SET").arg("n").arg("2").query_async(&mut conn).await.unwrap();
+    // Counting down runs a script.
+    let url = acl_user(&server, "noscript", &["on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval"]).await;
+    let out = finish(&mut ferrolock(&server, &["--url", &url, "latch", "n", "--count-down"]));
+    assert_eq!(out.code, 77, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("+eval"), "{out:?}");
+    // Telling a number's kind counts the subscribers of its channels.
+    let url = acl_user(&server, "nopubsub", &["on", ">pw", "~*", "&*", "+@all", "-pubsub"]).await;
+    let out = finish(&mut ferrolock(&server, &["--url", &url, "status", "n"]));
+    assert_eq!(out.code, 77, "{out:?}");
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("needs +pubsub|numsub"), "{out:?}");
+    let left: String = redis::cmd("GET").arg("n").query_async(&mut conn).await.unwrap();
+    assert_eq!(left, "2", "nothing counted down");
+}
+
+/// A script that writes `ready-TAG`, then holds until `stop` exists.
+fn holder_tagged(scratch: &Scratch, tag: &str) -> Vec<String> {
+    sh(&format!(
+        "echo ready > {ready}; i=0; while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        ready = scratch.path(&format!("ready-{tag}")),
+        stop = scratch.path("stop"),
+    ))
+}
+
+#[tokio::test]
+async fn shared_runs_hold_together_and_an_exclusive_run_alone() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    // Both readers inside at once: the second one's CMD starts while the first still holds.
+    let r1 = Running::start(&mut run_cmd(&server, &["--shared"], "cfg", &holder_tagged(&scratch, "r1")));
+    let r2 = Running::start(&mut run_cmd(&server, &["--shared"], "cfg", &holder_tagged(&scratch, "r2")));
+    scratch.wait_for("ready-r1").await;
+    scratch.wait_for("ready-r2").await;
+
+    let status = status_json(&server, "cfg").await;
+    assert_eq!(status["kind"], "read_write_lock", "{status}");
+    assert_eq!(status["mode"], "read", "{status}");
+    assert_eq!(status["holders"].as_array().unwrap().len(), 2, "{status}");
+    let text = finish(&mut ferrolock(&server, &["status", "cfg"]));
+    assert!(text.stdout.contains("read-write lock") && text.stdout.contains("mode:       read"), "{text:?}");
+
+    // A writer cannot get in while they read.
+    let out = finish(&mut run_cmd(&server, &["--exclusive", "-n"], "cfg", &sh("echo wrote")));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
+    // A writer waiting on the read-write lock's channel counts as its waiter.
+    let writer = Running::start(&mut run_cmd(&server, &["--exclusive"], "cfg", &sh("echo wrote")));
+    let conn = server.raw().await;
+    eventually(Duration::from_secs(10), "the writer to wait", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, "redisson_rwlock:{cfg}").await == 1 }
+    })
+    .await;
+    assert_eq!(status_json(&server, "cfg").await["waiters"], 1);
+    scratch.stop();
+    assert_eq!(r1.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(r2.finish(Duration::from_secs(10)).await.code, 0);
+    let wrote = writer.finish(Duration::from_secs(10)).await;
+    assert_eq!((wrote.code, wrote.stdout.as_str()), (0, "wrote\n"), "{wrote:?}");
+
+    // While a writer holds, a reader cannot get in.
+    std::fs::remove_file(scratch.dir.join("stop")).unwrap();
+    let w = Running::start(&mut run_cmd(&server, &["--exclusive"], "cfg", &holder_tagged(&scratch, "w")));
+    scratch.wait_for("ready-w").await;
+    assert_eq!(status_json(&server, "cfg").await["mode"], "write");
+    let out = finish(&mut run_cmd(&server, &["--shared", "-n"], "cfg", &sh("echo read")));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
+    scratch.stop();
+    assert_eq!(w.finish(Duration::from_secs(10)).await.code, 0);
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn fair_runs_get_the_lock_in_the_order_they_came() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let conn = server.raw().await;
+    let holder = Running::start(&mut run_cmd(&server, &["--fair"], "jobs", &holder_tagged(&scratch, "h")));
+    scratch.wait_for("ready-h").await;
+    let order = scratch.path("order");
+    let mut waiters = Vec::new();
+    for (i, tag) in ["first", "second", "third"].iter().enumerate() {
+        waiters.push(Running::start(&mut run_cmd(&server, &["--fair"], "jobs", &sh(&format!("echo {tag} >> {order}")))));
+        // Queued one after another: each is in the queue before the next starts.
+        eventually(Duration::from_secs(10), &format!("{tag} to queue"), || {
+            let mut conn = conn.clone();
+            async move {
+                let n: usize = redis::cmd("LLEN").arg("redisson_lock_queue:{jobs}").query_async(&mut conn).await.unwrap();
+                n == i + 1
+            }
+        })
+        .await;
+    }
+    let status = status_json(&server, "jobs").await;
+    assert_eq!(status["kind"], "fair_lock", "{status}");
+    assert_eq!(status["locked"], true, "{status}");
+    assert_eq!(status["waiters"], 3, "{status}");
+    assert_eq!(status["queue"].as_array().unwrap().len(), 3, "{status}");
+    let text = finish(&mut ferrolock(&server, &["status", "jobs"]));
+    assert!(text.stdout.contains("fair lock") && text.stdout.contains("3 in the queue") && text.stdout.contains("  3:"), "{text:?}");
+    let check = finish(&mut ferrolock(&server, &["status", "--check", "jobs"]));
+    assert_eq!(check.code, 0, "{check:?}");
+
+    scratch.stop();
+    assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
+    for waiter in waiters {
+        assert_eq!(waiter.finish(Duration::from_secs(10)).await.code, 0);
+    }
+    assert_eq!(scratch.read("order").unwrap(), "first\nsecond\nthird");
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn semaphore_runs_at_most_n_at_once_and_keeps_an_existing_count() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let mut conn = server.raw().await;
+    let a = Running::start(&mut run_cmd(&server, &["--semaphore", "2"], "gpu", &holder_tagged(&scratch, "a")));
+    let b = Running::start(&mut run_cmd(&server, &["--semaphore", "2"], "gpu", &holder_tagged(&scratch, "b")));
+    scratch.wait_for("ready-a").await;
+    scratch.wait_for("ready-b").await;
+    // Both permits out: a third cannot start.
+    let out = finish(&mut run_cmd(&server, &["--semaphore", "2", "-n"], "gpu", &sh("echo in")));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
+    // A semaphore at 0 cannot be a latch (a latch at 0 is deleted): told without --kind.
+    let status = status_json(&server, "gpu").await;
+    assert_eq!(status, serde_json::json!({"name": "gpu", "kind": "semaphore", "free": 0, "waiters": 0}));
+
+    let waiting = Running::start(&mut run_cmd(&server, &["--semaphore", "2"], "gpu", &sh("echo in")));
+    eventually(Duration::from_secs(10), "a run to wait for a permit", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, "redisson_sc:{gpu}").await == 1 }
+    })
+    .await;
+    let text = finish(&mut ferrolock(&server, &["status", "gpu", "--kind", "semaphore"]));
+    assert!(text.stdout.contains("free:       0 permits") && text.stdout.contains("waiters:    1"), "{text:?}");
+    scratch.stop();
+    assert_eq!(a.finish(Duration::from_secs(10)).await.code, 0);
+    assert_eq!(b.finish(Duration::from_secs(10)).await.code, 0);
+    let ran = waiting.finish(Duration::from_secs(10)).await;
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, "in\n"), "{ran:?}");
+    let free: String = redis::cmd("GET").arg("gpu").query_async(&mut conn).await.unwrap();
+    assert_eq!(free, "2", "every permit is back");
+
+    // Another N is reported and not applied; CMD's status passes through.
+    let out = finish(&mut run_cmd(&server, &["--semaphore", "1"], "gpu", &sh("exit 3")));
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("2 free permits, more than --semaphore 1"), "{out:?}");
+    let out = finish(&mut run_cmd(&server, &["--semaphore", "5"], "gpu", &sh("true")));
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out:?}");
+    let free: String = redis::cmd("GET").arg("gpu").query_async(&mut conn).await.unwrap();
+    assert_eq!(free, "2");
+}
+
+#[tokio::test]
+async fn a_signal_while_waiting_for_a_permit_takes_none() {
+    let server = RedisServer::start();
+    let mut conn = server.raw().await;
+    let _: () = redis::cmd("SET").arg("busy").arg("0").query_async(&mut conn).await.unwrap();
+    let waiting = Running::start(&mut run_cmd(&server, &["--semaphore", "1"], "busy", &sh("echo in")));
+    eventually(Duration::from_secs(10), "the run to wait", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, "redisson_sc:{busy}").await == 1 }
+    })
+    .await;
+    waiting.signal("TERM");
+    let out = waiting.finish(Duration::from_secs(10)).await;
+    assert_eq!((out.code, out.stdout.as_str()), (128 + 15, ""), "{out:?}");
+    assert!(out.stderr.contains("stopped waiting for a permit"), "{out:?}");
+    let _: () = redis::cmd("INCR").arg("busy").query_async(&mut conn).await.unwrap();
+    let free: String = redis::cmd("GET").arg("busy").query_async(&mut conn).await.unwrap();
+    assert_eq!(free, "1", "the run that gave up took no permit");
+}
+
+#[tokio::test]
+async fn latch_sets_counts_down_and_wakes_a_waiting_script() {
+    let server = RedisServer::start();
+    let conn = server.raw().await;
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--wait"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "open\n"), "an open latch: {out:?}");
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--count", "2"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "set ready to 2\n"), "{out:?}");
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--count", "5"]));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
+    assert!(out.stderr.contains("still counting down (2 left)"), "{out:?}");
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--wait", "--timeout", "0.2"]));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
+    assert!(out.stderr.contains("still counting down (2 left) after 0.2 s"), "{out:?}");
+
+    let waiter = Running::start(&mut ferrolock(&server, &["latch", "ready", "--wait"]));
+    eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, "redisson_countdownlatch__channel__{ready}").await == 1 }
+    })
+    .await;
+    // Its waiter tells the number apart from a semaphore's.
+    let status = status_json(&server, "ready").await;
+    assert_eq!(status, serde_json::json!({"name": "ready", "kind": "count_down_latch", "count": 2, "open": false, "waiters": 1}));
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--count-down"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "1\n"), "{out:?}");
+    let opened = Instant::now();
+    let out = finish(&mut ferrolock(&server, &["latch", "ready", "--count-down"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "0\n"), "{out:?}");
+    let woke = waiter.finish(Duration::from_secs(10)).await;
+    assert_eq!((woke.code, woke.stdout.as_str()), (0, "open\n"), "{woke:?}");
+    assert!(opened.elapsed() < Duration::from_secs(5), "woken after {:?}", opened.elapsed());
+    let text = finish(&mut ferrolock(&server, &["status", "ready", "--kind", "latch"]));
+    assert!(text.stdout.contains("count:      0 (open)"), "{text:?}");
+    let mut conn = conn.clone();
+    assert_eq!(keys(&mut conn).await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn status_tells_every_kind_apart() {
+    let server = RedisServer::start();
+    let mut conn = server.raw().await;
+    // A number nothing waits on: a semaphore or a latch, said as such, or read as --kind says.
+    let _: () = redis::cmd("SET").arg("n").arg("3").query_async(&mut conn).await.unwrap();
+    assert_eq!(status_json(&server, "n").await, serde_json::json!({"name": "n", "kind": "semaphore_or_latch", "value": 3}));
+    let text = finish(&mut ferrolock(&server, &["status", "n"]));
+    assert!(text.stdout.contains("give --kind"), "{text:?}");
+    let out = finish(&mut ferrolock(&server, &["status", "n", "--kind", "semaphore", "--json"]));
+    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"semaphore","free":3,"waiters":0}"#, "{out:?}");
+    let out = finish(&mut ferrolock(&server, &["status", "n", "--kind", "latch", "--json"]));
+    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"count_down_latch","count":3,"open":false,"waiters":0}"#, "{out:?}");
+
+    // --check is for locks.
+    let out = finish(&mut ferrolock(&server, &["status", "n", "--check"]));
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{out:?}");
+    assert!(out.stderr.contains("not a lock"), "{out:?}");
+
+    // A kind forced on a key of another type is refused (65), as is a number that is not one.
+    let _: () = redis::cmd("HSET").arg("h").arg("owner:1").arg("1").query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("SET").arg("word").arg("hello").query_async(&mut conn).await.unwrap();
+    for (args, says) in [
+        (&["status", "h", "--kind", "latch"][..], "holds a hash, not a count-down latch"),
+        (&["status", "n", "--kind", "fair"], "holds a string, not a fair lock"),
+        (&["status", "word"], "not a number"),
+        (&["latch", "h", "--count-down"], "WRONGTYPE"),
+        (&["run", "--semaphore", "1", "h", "--", "true"], "WRONGTYPE"),
+    ] {
+        let out = finish(&mut ferrolock(&server, args));
+        assert_eq!(out.code, 65, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(says), "{args:?} should say {says}: {out:?}");
+    }
+
+    // A permit-expirable semaphore: its permits out, with or without a lease.
+    let mut worker = Worker::start("rust", &server.url(), 30_000);
+    assert_eq!(worker.call("permit_set p 3"), "ok true");
+    let leased = worker.call("permit_acquire p - 60000");
+    let forever = worker.call("permit_acquire p");
+    let (leased, forever) = (leased.strip_prefix("ok ").unwrap(), forever.strip_prefix("ok ").unwrap());
+    let status = status_json(&server, "p").await;
+    assert_eq!(status["kind"], "permit_expirable_semaphore", "{status}");
+    assert_eq!(status["free"], 1, "{status}");
+    let out = status["out"].as_array().unwrap();
+    let lease_of = |id: &str| out.iter().find(|p| p["id"] == id).unwrap_or_else(|| panic!("{id} not in {status}"))["lease_left_ms"].clone();
+    let left = lease_of(leased).as_i64().unwrap();
+    assert!(left > 0 && left <= 60_000, "{status}");
+    assert_eq!(lease_of(forever), serde_json::Value::Null);
+    let text = finish(&mut ferrolock(&server, &["status", "p"]));
+    assert!(text.stdout.contains(&format!("{forever} (no lease)")) && text.stdout.contains("s left"), "{text:?}");
+    worker.quit();
+
+    // A lock's status is unchanged by all this.
+    assert_eq!(status_json(&server, "free-lock").await["kind"], "lock");
+}
+
+#[test]
+fn latch_against_no_server_exits_69() {
+    let out = finish(
+        Command::new(target_binary("ferrolock")).args(["latch", "x", "--count-down"]).env("REDIS_URL", format!("redis://127.0.0.1:{}", free_port())),
+    );
+    assert_eq!(out.code, 69, "{out:?}");
+}
+
+#[tokio::test]
+async fn a_signal_stops_a_latch_wait_and_leaves_no_subscription() {
+    let server = RedisServer::start();
+    let conn = server.raw().await;
+    let out = finish(&mut ferrolock(&server, &["latch", "gate", "--count", "1"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let waiter = Running::start(&mut ferrolock(&server, &["latch", "gate", "--wait"]));
+    let channel = "redisson_countdownlatch__channel__{gate}";
+    eventually(Duration::from_secs(10), "the waiter to subscribe", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, channel).await == 1 }
+    })
+    .await;
+    waiter.signal("TERM");
+    let out = waiter.finish(Duration::from_secs(10)).await;
+    assert_eq!((out.code, out.stdout.as_str()), (128 + 15, ""), "{out:?}");
+    assert!(out.stderr.contains("stopped waiting for latch \"gate\""), "{out:?}");
+    let mut conn = conn.clone();
+    assert_eq!(numsub(&mut conn, channel).await, 0);
+    let count: String = redis::cmd("GET").arg("gate").query_async(&mut conn).await.unwrap();
+    assert_eq!(count, "1", "the count is untouched");
 }

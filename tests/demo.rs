@@ -29,7 +29,7 @@ fn demo_runs_every_language_on_its_own_server_with_no_lost_update() {
     assert!(out.status.success(), "demo failed ({}):\n{stdout}\n{stderr}", out.status);
     let kept = kept_logs(logs.path());
     for lang in LANGUAGES {
-        let row = table_row(&stdout, lang);
+        let row = table_row(first_act(&stdout), lang);
         let cols: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cols[1], "2", "two {lang} processes: {row}");
         let sections: usize = cols[2].parse().unwrap();
@@ -51,26 +51,85 @@ fn demo_runs_every_language_on_its_own_server_with_no_lost_update() {
     }
     check_timeline(&stdout, &kept);
     check_histogram(&stdout, &kept);
-    // The picture is the end.
-    let last = stdout.lines().last().unwrap();
-    assert!(last.contains(" ms |") || last.contains(" s |"), "the histogram ends the output: {last:?}");
+    // The histogram ends the first act.
+    let act2 = stdout.lines().position(|l| l.starts_with("act 2: 8 workers share semaphore ")).expect("a second act");
+    let before = stdout.lines().nth(act2 - 2).unwrap();
+    assert!(before.contains(" ms |") || before.contains(" s |"), "the histogram ends the first act: {before:?}");
+    check_second_act(&stdout, &kept_logs_of(logs.path(), "permits-"));
 }
 
-/// The kept section logs: (language, sections) per worker, from `<n>-<language>.log`.
+/// The second act against its kept logs: the rows, the most inside at once (never more
+/// than the 3 permits), every permit back, and the "inside at once" line recomputed.
+fn check_second_act(stdout: &str, kept: &[(String, Vec<Section>)]) {
+    let act = &stdout[stdout.find("act 2: ").unwrap()..];
+    for lang in LANGUAGES {
+        let row = table_row(act, lang);
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        let logged: usize = kept.iter().filter(|(l, _)| l == lang).map(|(_, s)| s.len()).sum();
+        assert_eq!((cols[1], cols[2].parse::<usize>().unwrap()), ("2", logged), "act 2, {lang}: {row}");
+        assert!(logged > 0, "the {lang} workers never got a permit: {row}");
+    }
+    let all = || kept.iter().flat_map(|(_, sections)| sections.iter());
+    let most_in = |a: u64, b: u64| {
+        // Sections inside [a, b), clipped: the most at any instant (a release before an acquisition).
+        let mut events: Vec<(u64, i64)> = all()
+            .filter(|s| s.acquired_ns < b && s.released_ns > a)
+            .flat_map(|s| [(s.acquired_ns.max(a), 1), (s.released_ns.min(b), -1)])
+            .collect();
+        events.sort();
+        events.iter().scan(0i64, |inside, (_, d)| {
+            *inside += d;
+            Some(*inside)
+        }).max().unwrap_or(0)
+    };
+    let (start, end) = (all().map(|s| s.acquired_ns).min().unwrap(), all().map(|s| s.released_ns).max().unwrap());
+    let most = most_in(start, end);
+    assert!((1..=3).contains(&most), "{most} inside at once");
+    assert!(act.contains(&format!("most inside at once           {most} of 3 permits")), "{act}");
+    assert!(act.contains("permits free at the end       3 of 3"), "{act}");
+    let line = act.lines().find(|l| l.starts_with("inside    |")).expect("the inside-at-once line");
+    let cells: Vec<char> = line.split('|').nth(1).unwrap().chars().collect();
+    assert_eq!(cells.len(), 60, "{line:?}");
+    let span = u128::from(end - start);
+    let edge = |i: usize| (u128::from(start) + span * i as u128 / 60) as u64;
+    for (i, cell) in cells.iter().enumerate() {
+        let expected = char::from_digit(most_in(edge(i), edge(i + 1)) as u32, 10).unwrap();
+        assert_eq!(*cell, expected, "slice {i}: {line:?}");
+    }
+    let axis = act.lines().last().unwrap();
+    assert!(axis.trim_start().starts_with("0 s") && axis.ends_with(&format!("{:.1} s", span as f64 / 1e9)), "{axis:?}");
+}
+
+/// The kept section logs of the first act: (language, sections) per worker, from `<n>-<language>.log`.
 fn kept_logs(dir: &Path) -> Vec<(String, Vec<Section>)> {
+    kept_logs_of(dir, "")
+}
+
+/// The kept section logs `<prefix><n>-<language>.log`.
+fn kept_logs_of(dir: &Path, prefix: &str) -> Vec<(String, Vec<Section>)> {
     let mut logs: Vec<(String, Vec<Section>)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .map(|p| {
+        .filter_map(|p| {
             let stem = p.file_stem().unwrap().to_str().unwrap().to_string();
-            let lang = stem.split_once('-').unwrap().1.to_string();
-            (lang, read_log(&p))
+            let rest = stem.strip_prefix(prefix)?;
+            // `<n>-<language>`: the first act's logs start with their number.
+            if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+                return None;
+            }
+            let lang = rest.split_once('-').unwrap().1.to_string();
+            Some((lang, read_log(&p)))
         })
         .collect();
     logs.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(logs.len(), 2 * LANGUAGES.len(), "two logs per language: {logs:?}");
     logs
+}
+
+/// The output up to the second act.
+fn first_act(stdout: &str) -> &str {
+    &stdout[..stdout.find("\nact 2: ").unwrap_or(stdout.len())]
 }
 
 /// The last line that starts with `first_word` (the final table, not the live one).
@@ -153,7 +212,7 @@ fn check_histogram(stdout: &str, kept: &[(String, Vec<Section>)]) {
     let first = counts.iter().position(|c| c.iter().sum::<usize>() > 0).unwrap();
     let last = counts.iter().rposition(|c| c.iter().sum::<usize>() > 0).unwrap();
     let heading = stdout.lines().position(|l| l.starts_with("wait before each acquisition")).expect("a histogram");
-    let lines: Vec<&str> = stdout.lines().skip(heading + 1).collect();
+    let lines: Vec<&str> = stdout.lines().skip(heading + 1).take_while(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), last - first + 1, "one line per bucket from the first to the last with a wait:\n{stdout}");
     let most = counts.iter().map(|c| c.iter().sum::<usize>()).max().unwrap();
     for (line, bucket) in lines.iter().zip(first..=last) {
@@ -223,7 +282,7 @@ fn an_installed_binary_finds_the_workers_of_the_repository_it_was_built_from() {
     let out = finish(installed_ferrolock(&scratch).args(["demo", "--seconds", "2"]));
     assert_eq!(out.code, 0, "{out:?}");
     for lang in LANGUAGES {
-        let row = table_row(&out.stdout, lang);
+        let row = table_row(first_act(&out.stdout), lang);
         assert!(row.split_whitespace().nth(2).unwrap().parse::<u64>().unwrap() > 0, "{row}");
     }
 }

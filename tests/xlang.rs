@@ -1,6 +1,10 @@
 //! Cross-language suite: workers in Rust, Python, Node and C (tests/workers, one
 //! line protocol) and `ferrolock run` share lock names on one real redis-server;
 //! the exclusion and wake-up checks run again behind Sentinel and on a Cluster.
+//! The family (fair lock, read-write lock, semaphores, latch), on one server: the
+//! limit of each primitive across the languages and the CLI, read from the logs'
+//! intervals; wake-up by message across every ordered pair of languages (and the
+//! CLI as a waiter); and the fair lock's order across languages and the CLI.
 //! Build first: `bash scripts/build.sh` (scripts/test.sh does).
 
 use std::collections::BTreeSet;
@@ -334,4 +338,454 @@ async fn fencing_tokens_increase_across_languages() {
 
 fn cli_run(url: &str, name: &str, script: &str) -> Child {
     Command::new(target_binary("ferrolock")).args(["--url", url, "run", name, "--", "sh", "-c", script]).spawn().unwrap()
+}
+
+// ---- The family (issue 17): every primitive across the four languages and the CLI ----
+
+
+/// One primitive's limit check: what each worker process counts with (its `count`
+/// KIND, by process index within its language), what each `ferrolock run` loop runs
+/// with (its options, by loop index), and how many sections may overlap.
+struct LimitCase {
+    name: &'static str,
+    worker_kinds: [&'static str; 2],
+    cli_options: [&'static [&'static str]; 2],
+    /// At most this many sections at once (a writer always alone: see `writer_kind`).
+    limit: usize,
+    /// Sections of this kind overlap no other section (the write side).
+    writer_kind: Option<&'static str>,
+    /// The sections are exclusive: the shared counter is exact.
+    exclusive: bool,
+}
+
+/// A section in a log, with what took it (the worker's KIND, or the CLI loop's options).
+#[derive(Debug, Clone)]
+struct Timed {
+    by: String,
+    kind: &'static str,
+    from: u64,
+    to: u64,
+}
+
+/// The most sections inside at any one moment (T1..T2 intervals, from the logs).
+fn most_at_once(sections: &[Timed]) -> usize {
+    let mut events: Vec<(u64, i32)> = sections.iter().flat_map(|s| [(s.from, 1), (s.to, -1)]).collect();
+    // At one instant, a leaving section is counted out before an arriving one.
+    events.sort();
+    let (mut inside, mut most) = (0i32, 0i32);
+    for (_, delta) in events {
+        inside += delta;
+        most = most.max(inside);
+    }
+    most as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_of_every_primitive_across_languages_and_the_cli() {
+    let cases = [
+        LimitCase {
+            name: "xlang:limit:fair",
+            worker_kinds: ["fair", "fair"],
+            cli_options: [&["--fair"], &["--fair"]],
+            limit: 1,
+            writer_kind: None,
+            exclusive: true,
+        },
+        LimitCase {
+            name: "xlang:limit:write",
+            worker_kinds: ["write", "write"],
+            cli_options: [&["--exclusive"], &["--exclusive"]],
+            limit: 1,
+            writer_kind: None,
+            exclusive: true,
+        },
+        LimitCase {
+            name: "xlang:limit:rw",
+            worker_kinds: ["read", "write"],
+            cli_options: [&["--shared"], &["--exclusive"]],
+            limit: usize::MAX,
+            writer_kind: Some("write"),
+            exclusive: false,
+        },
+        LimitCase {
+            name: "xlang:limit:sem",
+            worker_kinds: ["sem:3", "sem:3"],
+            cli_options: [&["--semaphore", "3"], &["--semaphore", "3"]],
+            limit: 3,
+            writer_kind: None,
+            exclusive: false,
+        },
+    ];
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut workers: Vec<Worker> = Vec::new();
+    for lang in LANGUAGES {
+        for _ in 0..2 {
+            workers.push(Worker::start(lang, &url, 30_000));
+        }
+    }
+    for case in &cases {
+        limit(&server, &mut workers, case, 25, 8).await;
+    }
+    for worker in workers {
+        worker.quit();
+    }
+}
+
+/// Every worker process runs `per_process` sections of `case`, two `ferrolock run` loops
+/// `per_cli` each, all at once; then the logs say how many were inside together.
+async fn limit(server: &RedisServer, workers: &mut [Worker], case: &LimitCase, per_process: u64, per_cli: u64) {
+    let dir = ScratchDir::new("xlang-limit").unwrap();
+    let name = case.name;
+    let shared_counter = dir.join("counter");
+    // Counters only mean something under exclusion; elsewhere each process has its own.
+    let counter_of = |who: &str| if case.exclusive { shared_counter.clone() } else { dir.join(format!("counter-{who}")) };
+    // The CLI's sections are timed by CMD itself (CLOCK_MONOTONIC, like the workers'
+    // logs): inside the hold, so an overlap seen there is an overlap of holds.
+    let section = "import sys, time\n\
+                   t1 = time.monotonic_ns()\n\
+                   counter, log = sys.argv[1], sys.argv[2]\n\
+                   try:\n    n = int(open(counter).read().strip() or 0)\n\
+                   except FileNotFoundError:\n    n = 0\n\
+                   open(counter, 'w').write(str(n + 1))\n\
+                   time.sleep(0.002)\n\
+                   t2 = time.monotonic_ns()\n\
+                   with open(log, 'a') as f:\n    f.write(f'0 {t1} {t1} {t2}\\n')\n";
+    let cli_loops: Vec<Child> = (0..2)
+        .map(|i| {
+            let options = case.cli_options[i].join(" ");
+            let script = format!(
+                "for i in $(seq {per_cli}); do \"$FERROLOCK_BIN\" --url \"$URL\" run {name} {options} -- \
+                 python3 -c \"$SECTION\" \"$COUNTER\" \"$LOG\" || exit 1; done"
+            );
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .env("FERROLOCK_BIN", target_binary("ferrolock"))
+                .env("URL", server.url())
+                .env("SECTION", section)
+                .env("COUNTER", counter_of(&format!("cli-{i}")))
+                .env("LOG", dir.join(format!("cli-{i}.log")))
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let hold_us = 2000;
+    for (i, worker) in workers.iter_mut().enumerate() {
+        let kind = case.worker_kinds[i % 2];
+        let (counter, log) = (counter_of(&format!("w{i}")), dir.join(format!("w{i}.log")));
+        worker.send(&format!("count {name} {} {} {per_process} 0 {hold_us} {kind}", counter.display(), log.display()));
+    }
+    for worker in workers.iter_mut() {
+        assert_eq!(worker.reply(Duration::from_secs(180)), format!("ok {per_process}"), "{name}: {} worker", worker.lang);
+    }
+    for mut cli in cli_loops {
+        assert!(cli.wait().unwrap().success(), "{name}: a `ferrolock run` loop failed");
+    }
+
+    let mut sections: Vec<Timed> = Vec::new();
+    for (i, worker) in workers.iter().enumerate() {
+        let entries = read_log(&dir.join(format!("w{i}.log")));
+        assert_eq!(entries.len() as u64, per_process, "{name}: {} log", worker.lang);
+        let (by, kind) = (format!("{} worker {i}", worker.lang), case.worker_kinds[i % 2]);
+        sections.extend(entries.iter().map(|s| Timed { by: by.clone(), kind, from: s.acquired_ns, to: s.released_ns }));
+    }
+    for i in 0..2 {
+        let entries = read_log(&dir.join(format!("cli-{i}.log")));
+        assert_eq!(entries.len() as u64, per_cli, "{name}: ferrolock run loop {i}");
+        // The CLI loops mirror the workers' kinds: loop i runs what worker processes i % 2 run.
+        let (by, kind) = (format!("ferrolock run {}", case.cli_options[i].join(" ")), case.worker_kinds[i]);
+        sections.extend(entries.iter().map(|s| Timed { by: by.clone(), kind, from: s.acquired_ns, to: s.released_ns }));
+    }
+    let total = workers.len() as u64 * per_process + 2 * per_cli;
+    assert_eq!(sections.len() as u64, total);
+
+    let most = most_at_once(&sections);
+    assert!(most <= case.limit, "{name}: {most} sections inside at once, more than {}", case.limit);
+    if let Some(writer) = case.writer_kind {
+        for w in sections.iter().filter(|s| s.kind == writer) {
+            let other = sections.iter().find(|s| !std::ptr::eq(*s, w) && s.from < w.to && w.from < s.to);
+            assert!(other.is_none(), "{name}: a writer ({}) overlapped {:?}", w.by, other);
+        }
+    }
+    if case.exclusive {
+        let counted: u64 = std::fs::read_to_string(&shared_counter).unwrap().trim().parse().unwrap();
+        assert_eq!(counted, total, "{name}: lost updates: two sections overlapped");
+    }
+    eprintln!("{name}: {total} sections, at most {most} inside at once");
+
+    // Nothing held or waiting afterwards; a semaphore has its permits back.
+    let mut raw = server.raw().await;
+    match name {
+        "xlang:limit:sem" => {
+            let free: String = redis::cmd("GET").arg(name).query_async(&mut raw).await.unwrap();
+            assert_eq!(free, "3", "{name}: every permit is back");
+            let _: () = redis::cmd("DEL").arg(name).query_async(&mut raw).await.unwrap();
+        }
+        _ => {
+            let exists: bool = redis::cmd("EXISTS").arg(name).query_async(&mut raw).await.unwrap();
+            assert!(!exists, "{name} is still held");
+        }
+    }
+    assert_eq!(lasting_keys(&mut raw).await, Vec::<String>::new(), "{name}: keys left behind");
+}
+
+/// Every key but the reply latches of recent calls, which go by themselves (checked:
+/// each has a TTL).
+async fn lasting_keys(raw: &mut MultiplexedConnection) -> Vec<String> {
+    let mut lasting = Vec::new();
+    for key in keys(raw).await {
+        if key.starts_with("redisson_unlock_latch:") || key.starts_with("ferrolock_reply:") {
+            // -2: removed since KEYS listed it (the client removes them once answered).
+            let pttl: i64 = redis::cmd("PTTL").arg(&key).query_async(raw).await.unwrap();
+            assert!(pttl != -1, "reply latch {key} has no TTL");
+        } else {
+            lasting.push(key);
+        }
+    }
+    lasting
+}
+
+/// One primitive's wake-up: `hold` makes the holder take it, `wait` is the waiter's
+/// command (sent, not answered until woken), `channel` the one the waiter
+/// subscribes to, `give` the holder's command that wakes it and `after` the
+/// waiter's clean-up; `woken` is the waiter's expected reply (a prefix). Every
+/// ordered pair of languages, then the CLI as the waiter of each language.
+struct WakeCase {
+    what: &'static str,
+    setup: &'static [&'static str],
+    hold: &'static str,
+    wait: &'static str,
+    channel: &'static str,
+    give: &'static str,
+    woken: &'static str,
+    after: &'static str,
+    /// The CLI as a waiter, woken by each language (None: the CLI has no such command).
+    cli_wait: Option<&'static [&'static str]>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wake_up_of_every_primitive_across_languages() {
+    let cases = [
+        WakeCase {
+            what: "fair lock",
+            setup: &[],
+            hold: "acquire xw:fair fair",
+            wait: "acquire xw:fair fair",
+            // Each fair waiter listens on a channel of its own: the queue says it is there.
+            channel: "",
+            give: "release xw:fair fair",
+            woken: "ok -",
+            after: "release xw:fair fair",
+            cli_wait: Some(&["run", "xw:fair", "--fair", "--", "true"]),
+        },
+        WakeCase {
+            what: "read-write lock (write release -> read waiter)",
+            setup: &[],
+            hold: "acquire xw:rw write",
+            wait: "acquire xw:rw read",
+            channel: "redisson_rwlock:{xw:rw}",
+            give: "release xw:rw write",
+            woken: "ok -",
+            after: "release xw:rw read",
+            cli_wait: Some(&["run", "xw:rw", "--shared", "--", "true"]),
+        },
+        WakeCase {
+            what: "semaphore",
+            setup: &["sem_set xw:sem 1"],
+            hold: "sem_acquire xw:sem 1",
+            wait: "sem_acquire xw:sem 1",
+            channel: "redisson_sc:{xw:sem}",
+            give: "sem_release xw:sem 1",
+            woken: "ok",
+            after: "sem_release xw:sem 1",
+            cli_wait: Some(&["run", "xw:sem", "--semaphore", "1", "--", "true"]),
+        },
+        WakeCase {
+            what: "permit-expirable semaphore",
+            setup: &["permit_set xw:permits 1"],
+            hold: "permit_acquire xw:permits",
+            wait: "permit_acquire xw:permits",
+            channel: "redisson_sc:{xw:permits}",
+            give: "permit_release xw:permits ID",
+            woken: "ok ",
+            after: "permit_release xw:permits ID",
+            cli_wait: None,
+        },
+        WakeCase {
+            what: "count-down latch",
+            setup: &[],
+            hold: "latch_set xw:latch 1",
+            wait: "latch_wait xw:latch",
+            channel: "redisson_countdownlatch__channel__{xw:latch}",
+            give: "latch_down xw:latch",
+            woken: "ok open",
+            after: "",
+            cli_wait: Some(&["latch", "xw:latch", "--wait"]),
+        },
+    ];
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let mut workers: Vec<Worker> = LANGUAGES.iter().map(|lang| Worker::start(lang, &server.url(), 30_000)).collect();
+    for case in &cases {
+        for setup in case.setup {
+            assert_eq!(workers[0].call(setup), "ok true", "{}: {setup}", case.what);
+        }
+        let mut slowest = Duration::ZERO;
+        for h in 0..workers.len() {
+            for w in 0..workers.len() {
+                if h == w {
+                    continue;
+                }
+                let pair = format!("{}: {} waiter, {} holder", case.what, workers[w].lang, workers[h].lang);
+                let held = workers[h].call(case.hold);
+                assert!(held.starts_with("ok"), "{pair}: {} -> {held}", case.hold);
+                // The holder's permit id, for releasing it by id.
+                let held_id = held.strip_prefix("ok ").unwrap_or("").to_string();
+                workers[w].send(case.wait);
+                if case.channel.is_empty() {
+                    wait_for_fair_waiters(&mut raw, "xw:fair", 1).await;
+                } else {
+                    wait_for_subscriber(&mut raw, case.channel).await;
+                }
+                let given = Instant::now();
+                let reply = workers[h].call(&case.give.replace("ID", &held_id));
+                assert!(reply.starts_with("ok"), "{pair}: {} -> {reply}", case.give);
+                let woken = workers[w].reply(Duration::from_secs(10));
+                let took = given.elapsed();
+                assert!(woken.starts_with(case.woken), "{pair}: {woken}");
+                assert!(took < Duration::from_secs(2), "{pair}: woken after {took:?} (not by message?)");
+                slowest = slowest.max(took);
+                if !case.after.is_empty() {
+                    let waiter_id = woken.strip_prefix("ok ").unwrap_or("");
+                    let reply = workers[w].call(&case.after.replace("ID", waiter_id));
+                    assert!(reply.starts_with("ok"), "{pair}: {} -> {reply}", case.after);
+                }
+            }
+        }
+        // `ferrolock run` / `ferrolock latch` waiting, woken by each language.
+        for holder in workers.iter_mut() {
+            let Some(args) = case.cli_wait else { break };
+            let held = holder.call(case.hold);
+            assert!(held.starts_with("ok"), "{}: {} -> {held}", case.what, case.hold);
+            let held_id = held.strip_prefix("ok ").unwrap_or("").to_string();
+            let mut cli =
+                Command::new(target_binary("ferrolock")).args(["--url", &server.url()]).args(args).stdout(Stdio::null()).spawn().unwrap();
+            if case.channel.is_empty() {
+                wait_for_fair_waiters(&mut raw, "xw:fair", 1).await;
+            } else {
+                wait_for_subscriber(&mut raw, case.channel).await;
+            }
+            let given = Instant::now();
+            let reply = holder.call(&case.give.replace("ID", &held_id));
+            assert!(reply.starts_with("ok"), "{}: {} -> {reply}", case.what, case.give);
+            let status = cli.wait().unwrap();
+            let took = given.elapsed();
+            assert!(status.success(), "{}: ferrolock {args:?} after {} gave: {status}", case.what, holder.lang);
+            assert!(took < Duration::from_secs(5), "{}: ferrolock woken after {took:?} by {}", case.what, holder.lang);
+        }
+        eprintln!("{}: slowest cross-language wake-up {slowest:?}", case.what);
+    }
+    for worker in workers {
+        worker.quit();
+    }
+    // What is left is what the primitives keep between uses: the semaphores' permits.
+    assert_eq!(lasting_keys(&mut raw).await, vec!["xw:permits".to_string(), "xw:sem".to_string()]);
+}
+
+async fn wait_for_subscriber(raw: &mut MultiplexedConnection, channel: &str) {
+    eventually(Duration::from_secs(10), &format!("a waiter subscribed to {channel}"), || {
+        let mut raw = raw.clone();
+        async move { numsub(&mut raw, channel).await >= 1 }
+    })
+    .await;
+}
+
+/// Waits until `n` waiters are in the fair lock's queue, each subscribed to its own channel.
+async fn wait_for_fair_waiters(raw: &mut MultiplexedConnection, name: &str, n: usize) {
+    eventually(Duration::from_secs(10), &format!("{n} waiters queued on the fair lock {name}"), || {
+        let mut raw = raw.clone();
+        async move {
+            let queue: Vec<String> =
+                redis::cmd("LRANGE").arg(format!("redisson_lock_queue:{{{name}}}")).arg(0).arg(-1).query_async(&mut raw).await.unwrap();
+            let mut subscribed = 0;
+            for owner in &queue {
+                subscribed += numsub(&mut raw, &format!("{}:{owner}", channel_of(name))).await.min(1) as usize;
+            }
+            queue.len() == n && subscribed == n
+        }
+    })
+    .await;
+}
+
+/// Waiters queued one after another on a fair lock, from every language and the
+/// CLI, get it in that order; twice, the second time in the reverse order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_lock_order_across_languages_and_the_cli() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut raw = server.raw().await;
+    let name = "xlang:fifo";
+    let mut holder = Worker::start("rust", &url, 30_000);
+    let mut workers: Vec<Worker> = LANGUAGES.iter().map(|lang| Worker::start(lang, &url, 30_000)).collect();
+    for round in 0..2 {
+        assert_eq!(holder.call(&format!("acquire {name} fair")), "ok -");
+        // Worker indexes, and None for the CLI, in the order they queue up.
+        let mut order: Vec<Option<usize>> = (0..workers.len()).map(Some).collect();
+        order.insert(order.len() / 2, None);
+        if round == 1 {
+            order.reverse();
+        }
+        let mut cli: Option<(Child, std::io::BufReader<std::process::ChildStdout>)> = None;
+        for (queued, who) in order.iter().enumerate() {
+            match who {
+                Some(i) => workers[*i].send(&format!("acquire {name} fair")),
+                None => {
+                    let mut child = Command::new(target_binary("ferrolock"))
+                        .args(["--url", &url, "run", name, "--fair", "--", "sh", "-c", "echo held; read line"])
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .spawn()
+                        .unwrap();
+                    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+                    cli = Some((child, out));
+                }
+            }
+            wait_for_fair_waiters(&mut raw, name, queued + 1).await;
+        }
+        assert_eq!(holder.call(&format!("release {name}")), "ok");
+        for (k, who) in order.iter().enumerate() {
+            let shown = match who {
+                Some(i) => workers[*i].lang.to_string(),
+                None => "ferrolock run --fair".to_string(),
+            };
+            // The k-th waiter gets it now; none after it has it yet.
+            match who {
+                Some(i) => assert_eq!(workers[*i].reply(Duration::from_secs(10)), "ok -", "round {round}: waiter {k} ({shown})"),
+                None => {
+                    let (_, out) = cli.as_mut().unwrap();
+                    let mut line = String::new();
+                    std::io::BufRead::read_line(out, &mut line).unwrap();
+                    assert_eq!(line, "held\n", "round {round}: waiter {k} ({shown})");
+                }
+            }
+            for later in order[k + 1..].iter().flatten() {
+                let early = workers[*later].try_reply(Duration::ZERO);
+                assert!(early.is_err(), "round {round}: {} got it before {shown}: {early:?}", workers[*later].lang);
+            }
+            match who {
+                Some(i) => assert_eq!(workers[*i].call(&format!("release {name}")), "ok"),
+                None => {
+                    let (mut child, _) = cli.take().unwrap();
+                    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"go\n").unwrap();
+                    assert!(child.wait().unwrap().success());
+                }
+            }
+        }
+    }
+    holder.quit();
+    for worker in workers {
+        worker.quit();
+    }
+    assert_eq!(lasting_keys(&mut raw).await, Vec::<String>::new());
 }

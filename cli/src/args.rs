@@ -18,6 +18,8 @@ Examples:
   ferrolock run -n deploy -- make deploy                 # give up at once if busy (exit 1)
   ferrolock --url redis://:secret@redis:6379 status deploy --json
   ferrolock unlock --force deploy
+  ferrolock run --semaphore 3 gpu -- ./train.sh          # at most 3 at once
+  ferrolock latch ready --wait --timeout 60              # until the services counted down
   FERROLOCK_SENTINEL_PASSWORD=... ferrolock --url redis+sentinel://s1,s2,s3/mymaster \\
       run nightly-report -- ./report.sh
   ferrolock --url redis://a:6379 --url redis://b:6379 --url redis://c:6379 \\
@@ -97,6 +99,7 @@ pub(crate) enum Command {
     Run(RunArgs),
     Status(StatusArgs),
     Unlock(UnlockArgs),
+    Latch(LatchArgs),
     Demo(DemoArgs),
 }
 
@@ -134,13 +137,29 @@ before the lease ran out comes back empty and lets a second holder in (restart i
 only after the longest lease, or run it with appendonly yes + appendfsync always);
 a server clock jumping forward, or a pause longer than the lease, shortens the hold.
 
+Other kinds (one URL each; they exclude each other and --fenced): --shared and
+--exclusive take the read and the write side of the read-write lock NAME (many
+--shared runs at once, or one --exclusive run), as flock -s / -x do on a file;
+--fair takes the fair lock NAME, granted in the order the waiters came. All three
+are renewed, lost and released like the plain lock. --semaphore N holds one of N
+permits of the semaphore NAME: at most N such commands run at once. The semaphore
+gets N permits when it does not exist yet; an existing one is used as it is (a
+semaphore only stores its free permits, so a different N can be told only when
+more than N are free: that is said on stderr). A permit is nobody's and has no
+lease: it is given back when CMD ends, also after signals, but a ferrolock killed
+with SIGKILL (or cut off from Redis at the end: exit 74) leaves the semaphore one
+permit short until someone releases one.
+
 Examples:
   ferrolock run backup -- tar czf /srv/backup.tgz /srv/data
   ferrolock run backup -c 'pg_dump app > /srv/app.sql'   # a shell command, like flock -c
   ferrolock run --wait 30 -E 0 cron-job -- ./job.sh   # skip quietly if busy for 30 s
   ferrolock run --fenced ledger -- sh -c 'write --fence \"$FERROLOCK_TOKEN\"'
   ferrolock run --lease 600 migrate -- ./migrate.sh   # never held longer than 10 min
-  ferrolock run --url redis://a --url redis://b --url redis://c job -- ./job.sh   # Redlock";
+  ferrolock run --url redis://a --url redis://b --url redis://c job -- ./job.sh   # Redlock
+  ferrolock run --shared config -- ./read-config.sh   # with other readers
+  ferrolock run --exclusive config -- ./rewrite-config.sh
+  ferrolock run --semaphore 3 gpu -- ./train.sh       # at most 3 at once";
 
 /// Run CMD while holding lock NAME; exit with CMD's status.
 #[derive(Args)]
@@ -183,6 +202,29 @@ pub(crate) struct RunArgs {
     #[arg(long, conflicts_with = "fenced")]
     pub(crate) all: bool,
 
+    /// Take the read side of the read-write lock NAME (Redisson's RReadWriteLock), shared
+    /// with other --shared runs and readers, like `flock -s`. One URL only
+    #[arg(long, conflicts_with_all = ["fenced", "all", "exclusive", "fair", "semaphore"])]
+    pub(crate) shared: bool,
+
+    /// Take the write side of the read-write lock NAME: alone, no reader inside, like
+    /// `flock -x`. One URL only
+    #[arg(long, conflicts_with_all = ["fenced", "all", "fair", "semaphore"])]
+    pub(crate) exclusive: bool,
+
+    /// Take the fair lock NAME (Redisson's RFairLock): waiters get it in the order they
+    /// came, across machines. One URL only
+    #[arg(long, conflicts_with_all = ["fenced", "all", "semaphore"])]
+    pub(crate) fair: bool,
+
+    /// Hold one of N permits of the semaphore NAME (Redisson's RSemaphore) instead of a
+    /// lock: at most N such commands run at once. A semaphore that does not exist yet gets
+    /// N permits; an existing one is left as it is. One URL only; no --lease/--watchdog
+    /// (permits have no lease: see below)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64),
+          conflicts_with_all = ["fenced", "all", "lease", "watchdog", "kill_after"])]
+    pub(crate) semaphore: Option<u64>,
+
     /// Exit status when the lock was not acquired within --wait
     #[arg(short = 'E', long, value_name = "N", default_value_t = exit::CONFLICT as u8)]
     pub(crate) conflict_exit_code: u8,
@@ -201,10 +243,32 @@ pub(crate) struct RunArgs {
     pub(crate) command: Vec<OsString>,
 }
 
-/// Show whether lock NAME is held, by whom, for how long still, and who waits.
+/// Show what NAME is (a lock of any kind, a semaphore or a latch), who holds it or
+/// how many permits or counts are left, and who waits.
 #[derive(Args)]
 #[command(after_help = "\
-Shows: held or free; each holder (owner field <client-id>:<holder-id>) with its
+NAME's kind is told from its keys, as Redisson lays them out: a hash with a `mode`
+field is a read-write lock (its mode, read or write, is shown, and its waiters are
+the clients on its own channel); a lock with a queue (redisson_lock_queue:{NAME}) is
+a fair lock, shown with its queue in order (a fair lock nobody waits for looks like
+any lock); a number with permits out in {NAME}:timeout is a permit-expirable
+semaphore, shown with each permit's id and lease; any other number is a semaphore
+(its free permits) or a count-down latch (its count): 0 free permits, or clients
+waiting on one's channel, tell which; otherwise it is shown as either, and --kind
+says which it is. --kind reads NAME as that kind (65 when its key is of another
+type). Telling kinds apart needs a one-server URL: behind Sentinel or on a Cluster
+NAME is read as a lock (and --kind other than lock is refused). --check is for
+locks of every kind; on a semaphore or latch it is a usage error (2).
+
+--json adds \"kind\" to a lock's fields below (\"lock\", \"fair_lock\" with \"queue\": [owner,
+...] and \"waiters\" its length, \"read_write_lock\" with \"mode\": \"read\"|\"write\"|null); others are
+  {\"name\": \"gpu\", \"kind\": \"semaphore\", \"free\": 2, \"waiters\": 0}
+  {\"name\": \"quota\", \"kind\": \"permit_expirable_semaphore\", \"free\": 1,
+   \"out\": [{\"id\": \"<32 hex digits>\", \"lease_left_ms\": 5400}], \"waiters\": 0}   (null: no lease)
+  {\"name\": \"ready\", \"kind\": \"count_down_latch\", \"count\": 2, \"open\": false, \"waiters\": 1}
+  {\"name\": \"n\", \"kind\": \"semaphore_or_latch\", \"value\": 3}
+
+For a lock, it shows: held or free; each holder (owner field <client-id>:<holder-id>) with its
 hold count; the remaining lease; the number of clients subscribed to the lock's
 release channel (each client with at least one waiter counts once); the last
 fencing token handed out for NAME; a holder that stored who it is (a `ferrolock run`
@@ -223,7 +287,7 @@ code when the servers that answered cannot tell. --json then prints
    \"locked\": true, ...the fields below...}, {\"url\": \"redis://c:6379\", \"error\": \"...\"}]}
 
 --json prints one line:
-  {\"name\": \"deploy\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1,
+  {\"name\": \"deploy\", \"kind\": \"lock\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1,
    \"info\": {\"host\": \"web1\", \"pid\": 4242, \"cmd\": \"./deploy.sh\", \"renewed\": true}}],
    \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
 remaining_lease_ms is null when the lock is free and -1 when it has no expiry;
@@ -239,7 +303,7 @@ pub(crate) struct StatusArgs {
     #[command(flatten)]
     pub(crate) url: UrlArgs,
 
-    /// Lock name
+    /// Name of the lock, semaphore or latch
     pub(crate) name: OsString,
 
     /// Print the status as JSON (see below)
@@ -247,9 +311,77 @@ pub(crate) struct StatusArgs {
     pub(crate) json: bool,
 
     /// Exit status for scripts: 0 when the lock is held, 1 when it is free (errors keep
-    /// their codes: 69 unreachable, ...). The status is still printed
+    /// their codes: 69 unreachable, ...). The status is still printed. Locks only
     #[arg(long)]
     pub(crate) check: bool,
+
+    /// Read NAME as this kind instead of telling it from the keys (needed to tell a
+    /// semaphore from a count-down latch when nothing else does)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) kind: Option<StatusKind>,
+}
+
+/// What `status --kind` may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StatusKind {
+    /// A lock (RLock, RFencedLock)
+    Lock,
+    /// A fair lock (RFairLock)
+    Fair,
+    /// A read-write lock (RReadWriteLock)
+    ReadWrite,
+    /// A semaphore (RSemaphore)
+    Semaphore,
+    /// A permit-expirable semaphore (RPermitExpirableSemaphore)
+    PermitSemaphore,
+    /// A count-down latch (RCountDownLatch)
+    Latch,
+}
+
+/// Set, count down or wait for the count-down latch NAME.
+#[derive(Args)]
+#[command(
+    group(clap::ArgGroup::new("action").required(true).args(["count", "count_down", "wait"])),
+    after_help = "\
+A count-down latch (Redisson's RCountDownLatch) is open when its count is 0 (it then
+does not exist in Redis). Scripts use it to wait until N services are ready:
+  ferrolock latch ready --count 3                 # once, before the services start
+  ferrolock latch ready --count-down              # each service, when it is ready
+  ferrolock latch ready --wait --timeout 60 && ./start-frontend.sh
+
+--count N sets the count of an open latch and prints `set NAME to N`; a latch still
+counting down keeps its count (stderr says how much is left) and the exit status is 1.
+--count-down prints the count left (0: it is open now, or was already).
+--wait returns as soon as the latch is open (woken by Redis, no polling) and prints
+`open`; with --timeout it gives up after SECS with exit status 1.
+
+Exit status: 0 done (set, counted down, open); 1 not set (still counting down) or
+still counting down at --timeout; 2 usage error (also several URLs); 65 the key at
+NAME is not a latch; 69 Redis unavailable; 77 refused by an ACL; 128+N a signal
+stopped the wait."
+)]
+pub(crate) struct LatchArgs {
+    #[command(flatten)]
+    pub(crate) url: UrlArgs,
+
+    /// Latch name
+    pub(crate) name: OsString,
+
+    /// Set the count to N (1 or more) if the latch is open
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    pub(crate) count: Option<u64>,
+
+    /// Count down by one
+    #[arg(long)]
+    pub(crate) count_down: bool,
+
+    /// Wait until the latch is open
+    #[arg(long)]
+    pub(crate) wait: bool,
+
+    /// With --wait: give up after SECS (fractions allowed) with exit status 1 [default: wait forever]
+    #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true, conflicts_with_all = ["count", "count_down"])]
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 /// Break lock NAME whoever holds it, and wake its waiters.
@@ -289,7 +421,11 @@ when something is missing the demo lists it with that command before starting.
 
 The end shows the table, the hand-off times, the checks (no lost update, fencing
 tokens in order), one line per term, a timeline of who held the lock (one row per
-language, one character per time slice) and a histogram of the waits.
+language, one character per time slice) and a histogram of the waits. Then a second
+act, for half as long: the same workers share a semaphore of 3 permits (each takes
+one, stays inside 2 ms, gives it back), and the demo shows how often each language
+was inside, the most inside at once (never more than 3), that every permit came
+back, and a line of how many were inside at once over time.
 
 Example:
   ferrolock demo --seconds 5")]
@@ -306,7 +442,8 @@ pub(crate) struct DemoArgs {
     pub(crate) workers: Option<PathBuf>,
 
     /// Keep the workers' section logs (DIR/<n>-<language>.log, one line per critical
-    /// section: TOKEN WAIT_FROM_NS ACQUIRED_NS RELEASED_NS) and the counter file in DIR
+    /// section: TOKEN WAIT_FROM_NS ACQUIRED_NS RELEASED_NS; the second act's in
+    /// DIR/permits-<n>-<language>.log) and the counter file in DIR
     #[arg(long, value_name = "DIR")]
     pub(crate) logs: Option<PathBuf>,
 }

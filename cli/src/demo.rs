@@ -2,7 +2,9 @@
 //! one fenced lock for N seconds, each doing non-atomic increments of a shared
 //! counter file and logging every critical section. A live view shows per-language
 //! sections and hand-offs; the end prints the table and checks that no increment
-//! was lost and that fencing tokens followed the order of the sections.
+//! was lost and that fencing tokens followed the order of the sections. A second
+//! act (demo/permits.rs) has the same workers share a semaphore of 3 permits and
+//! shows that at most 3 were inside at once.
 //!
 //! With no `--url` and no `REDIS_URL` it runs its own redis-server on a free
 //! loopback port in a temp dir. The workers come from the repository this binary
@@ -11,6 +13,7 @@
 //! install --path cli`) finds them there too; when something is missing it says
 //! what, and the command that builds it, before starting anything.
 
+mod permits;
 mod picture;
 mod stats;
 mod view;
@@ -140,11 +143,6 @@ impl Demo {
             view.update(&summarize(&LANGUAGES, &refresh_logs(&langs, &mut logs)?), left);
             std::thread::sleep(Duration::from_millis(100)); // the view's refresh rate, not a synchronisation
         }
-        for worker in workers {
-            let (lang, pid) = (worker.lang, worker.pid);
-            worker.try_quit().map_err(|e| format!("the {lang} worker (pid {pid}) did not quit cleanly: {e}"))?;
-        }
-
         let process_logs = refresh_logs(&langs, &mut logs)?;
         let summary = summarize(&LANGUAGES, &process_logs);
         view.finish(&summary);
@@ -165,9 +163,22 @@ impl Demo {
         for line in picture::wait_histogram(&LANGUAGES, &process_logs) {
             println!("{line}");
         }
+
+        let second = self.second_act(&mut workers);
+        for worker in workers {
+            let (lang, pid) = (worker.lang, worker.pid);
+            worker.try_quit().map_err(|e| format!("the {lang} worker (pid {pid}) did not quit cleanly: {e}"))?;
+        }
+        let (most_inside, permits_back) = second?;
         self.clean_up();
 
         let mut failures = Vec::new();
+        if most_inside > permits::PERMITS {
+            failures.push(format!("{most_inside} workers inside a semaphore of {} permits", permits::PERMITS));
+        }
+        if permits_back != Some(permits::PERMITS as i64) {
+            failures.push(format!("{permits_back:?} permits free at the end, not {}", permits::PERMITS));
+        }
         if lost_updates != 0 {
             failures.push(format!("{lost_updates} lost updates"));
         }
@@ -188,6 +199,73 @@ impl Demo {
         }
     }
 
+    /// The semaphore of the second act.
+    fn semaphore_name(&self) -> String {
+        format!("{}:permits", self.name)
+    }
+
+    /// The second act: every worker takes one permit of a semaphore of
+    /// `permits::PERMITS` at a time for half the demo's time; prints its report.
+    /// Returns the most inside at once and the free permits at the end.
+    fn second_act(&self, workers: &mut [Worker]) -> Result<(usize, Option<i64>), String> {
+        let name = self.semaphore_name();
+        let seconds = self.seconds.div_ceil(2);
+        println!();
+        println!(
+            "act 2: {} workers share semaphore \"{name}\" of {} permits for {seconds} s (each takes one, stays \
+             inside {} ms, gives it back)",
+            workers.len(),
+            permits::PERMITS,
+            permits::HOLD_US / 1000
+        );
+        let log_of = |i: usize, lang: &str| self.logs_dir.join(format!("permits-{i}-{lang}.log"));
+        for (i, worker) in workers.iter_mut().enumerate() {
+            let log = log_of(i, worker.lang);
+            let _ = std::fs::remove_file(&log);
+            // Each its own counter: with several inside, a shared one would mean nothing.
+            let counter = self._scratch.join(format!("permits-counter-{i}"));
+            worker.send(&format!(
+                "count {name} {} {} 0 {seconds} {} sem:{}",
+                counter.display(),
+                log.display(),
+                permits::HOLD_US,
+                permits::PERMITS
+            ));
+        }
+        let give_up = Instant::now() + Duration::from_secs(seconds + 60);
+        let mut done = vec![false; workers.len()];
+        while done.iter().any(|d| !d) {
+            for (i, worker) in workers.iter_mut().enumerate() {
+                if done[i] {
+                    continue;
+                }
+                match worker.try_reply(Duration::from_millis(100)) {
+                    Ok(reply) if reply.starts_with("ok ") => done[i] = true,
+                    Ok(reply) => return Err(format!("the {} worker (pid {}) failed in act 2: {reply}", worker.lang, worker.pid)),
+                    Err(e) if e.starts_with("no reply") => {}
+                    Err(e) => return Err(format!("the {} worker (pid {}) {e}", worker.lang, worker.pid)),
+                }
+            }
+            if Instant::now() > give_up {
+                return Err("the workers did not finish act 2 within a minute of its end; something is stuck".into());
+            }
+        }
+        let langs: Vec<&'static str> = workers.iter().map(|w| w.lang).collect();
+        let mut logs: Vec<SectionLog> = workers.iter().enumerate().map(|(i, w)| SectionLog::new(log_of(i, w.lang))).collect();
+        let process_logs = refresh_logs(&langs, &mut logs)?;
+        let most = permits::most_inside(process_logs.iter().flat_map(|(_, s)| s.iter().map(|s| (s.acquired_ns, s.released_ns))));
+        let back = redis::Client::open(self.url.as_str())
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| redis::cmd("GET").arg(&name).query::<Option<i64>>(&mut c))
+            .ok()
+            .flatten();
+        println!();
+        for line in permits::report(&LANGUAGES, &process_logs, &name, back) {
+            println!("{line}");
+        }
+        Ok((most, back))
+    }
+
     /// Starts every worker at once and waits for all to be ready; any failure stops the demo.
     fn start_workers(&self) -> Result<Vec<Worker>, String> {
         let target = self.target_dir.clone();
@@ -206,15 +284,15 @@ impl Demo {
     }
 
     /// On someone else's server, leave nothing behind: the lock itself is gone after the
-    /// last release, the fencing-token counter is ours to delete.
+    /// last release, the fencing-token counter and the semaphore are ours to delete.
     fn clean_up(&self) {
         if self.server.is_none() {
-            let token_key = format!("redisson_lock_token:{{{}}}", self.name);
+            let ours = [format!("redisson_lock_token:{{{}}}", self.name), self.semaphore_name()];
             let deleted = redis::Client::open(self.url.as_str())
                 .and_then(|c| c.get_connection())
-                .and_then(|mut c| redis::cmd("DEL").arg(&token_key).query::<i64>(&mut c));
+                .and_then(|mut c| redis::cmd("DEL").arg(&ours[..]).query::<i64>(&mut c));
             if let Err(e) = deleted {
-                eprintln!("ferrolock demo: could not delete {token_key}: {e}");
+                eprintln!("ferrolock demo: could not delete {}: {e}", ours.join(", "));
             }
         }
     }

@@ -17,7 +17,7 @@ use ferrolock::{Error, ErrorKind};
 pub const CONFLICT: i32 = 1;
 /// Bad command line: unknown option, missing CMD, bad duration, bad URL or lock name.
 pub const USAGE: i32 = 2;
-/// The key at the lock name holds something that is not a lock (EX_DATAERR).
+/// The key at the name holds something that is not a lock (or semaphore, latch) (EX_DATAERR).
 pub const WRONG_TYPE: i32 = 65;
 /// Redis unreachable, refused, timed out or rejected the credentials (EX_UNAVAILABLE).
 pub const UNAVAILABLE: i32 = 69;
@@ -46,9 +46,11 @@ Exit status:
   0 or CMD's   run: CMD's own exit status; status, unlock: 0 whether locked or not;
                status --check: 0 held
   1            run: lock not acquired within --wait (change with --conflict-exit-code);
-               status --check: 1 free
-  2            usage error (bad option, missing CMD, bad duration, URL or lock name)
-  65           the key at the lock name is not a lock (another type of Redis key)
+               status --check: 1 free; latch --count: still counting down;
+               latch --wait --timeout: still counting down at the timeout
+  2            usage error (bad option, missing CMD, bad duration, URL or name;
+               --shared/--exclusive/--fair/--semaphore/latch with several URLs)
+  65           the key at the name is not what was asked for (another type of Redis key)
   69           Redis unavailable: connection refused or timed out, bad credentials
   70           internal error (a ferrolock bug or an unexpected reply)
   74           run: the lock could not be released at the end (Redis down or refused it);

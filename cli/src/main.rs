@@ -3,7 +3,9 @@
 //! ```text
 //! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced | --all]
 //!                           [--conflict-exit-code N] [--kill-after SECS] (-- CMD [ARGS...] | -c SHELL_COMMAND)
-//! ferrolock [CONNECTION] status NAME [--json] [--check]
+//!                           [--shared | --exclusive | --fair | --semaphore N]
+//! ferrolock [CONNECTION] status NAME [--json] [--check] [--kind KIND]
+//! ferrolock [CONNECTION] latch NAME (--count N | --count-down | --wait [--timeout SECS])
 //! ferrolock [CONNECTION] unlock --force NAME
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
@@ -43,9 +45,9 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free; with `--check`: held), `unlock` (locked or not) |
-//! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`); `status --check`: free |
-//! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force`, `--fenced` with several URLs, a URL given twice |
-//! | 65 | the key at the lock name is not a lock |
+//! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`); `status --check`: free; `latch --count`: still counting down; `latch --wait --timeout`: timed out |
+//! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force`, `--fenced` (or `--shared`, `--exclusive`, `--fair`, `--semaphore`, `latch`) with several URLs, a URL given twice, `status --check` on a semaphore or latch |
+//! | 65 | the key at the name is not what was asked for (a lock; a semaphore or latch for `run --semaphore`, `latch`, `status --kind`) |
 //! | 69 | Redis unavailable: refused, timed out, bad credentials (several URLs: fewer than the quorum answer) |
 //! | 70 | internal error |
 //! | 74 | `run`: the lock could not be released at the end (Redis down or refused it); it may stay held until its lease ends |
@@ -60,7 +62,9 @@ mod args;
 mod child;
 mod demo;
 mod exit;
+mod latch;
 mod multi;
+mod permits;
 mod run;
 mod signals;
 mod spinner;
@@ -110,6 +114,7 @@ fn main() {
         Command::Run(args) => args.url.urls.clone(),
         Command::Status(args) => args.url.urls.clone(),
         Command::Unlock(args) => args.url.urls.clone(),
+        Command::Latch(args) => args.url.urls.clone(),
         Command::Demo(args) => args.url.urls.clone(),
     });
     let code = match cli.command {
@@ -150,10 +155,17 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
         Command::Run(args) => &args.name,
         Command::Status(args) => &args.name,
         Command::Unlock(args) => &args.name,
+        Command::Latch(args) => &args.name,
         Command::Demo(_) => unreachable!("the demo is dispatched in main"),
     };
     // A bad name is a usage error, found before connecting (or waiting for a server).
-    if let Err(e) = ferrolock::validate::lock_name(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str())) {
+    let what = match &command {
+        Command::Run(args) if args.semaphore.is_some() => "semaphore",
+        Command::Latch(_) => "latch",
+        Command::Status(_) => "the",
+        _ => "lock",
+    };
+    if let Err(e) = ferrolock::validate::name(what, std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str())) {
         exit::say(e.message());
         return exit::USAGE;
     }
@@ -163,7 +175,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
     }
     // Before anything else: from here on no signal can kill us with the lock held.
     let signals = match &command {
-        Command::Run(_) => match signals::Signals::install() {
+        Command::Run(_) | Command::Latch(_) => match signals::Signals::install() {
             Ok(signals) => Some(signals),
             Err(e) => {
                 exit::say(&format!("cannot install signal handlers: {e}"));
@@ -188,7 +200,14 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                     name: args.name,
                     acquire: AcquireOptions { wait, lease: args.lease },
                     watchdog: args.watchdog,
-                    kind: if args.fenced { LockKind::Fenced } else { LockKind::Reentrant },
+                    kind: match (args.fenced, args.shared, args.exclusive, args.fair) {
+                        (true, ..) => LockKind::Fenced,
+                        (_, true, ..) => LockKind::Read,
+                        (_, _, true, _) => LockKind::Write,
+                        (.., true) => LockKind::Fair,
+                        _ => LockKind::Reentrant,
+                    },
+                    semaphore: args.semaphore,
                     quorum: if args.all { Quorum::All } else { Quorum::Majority },
                     conflict_exit_code: i32::from(args.conflict_exit_code),
                     kill_after: args.kill_after,
@@ -204,7 +223,15 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                 };
                 run::run(targets, plan, signals.expect("installed above")).await
             }
-            Command::Status(args) => status::run(targets, &args.name, args.json, args.check).await,
+            Command::Status(args) => status::run(targets, &args.name, args.json, args.check, args.kind).await,
+            Command::Latch(args) => {
+                let action = match (args.count, args.count_down) {
+                    (Some(count), _) => latch::Action::Set(count),
+                    (None, true) => latch::Action::CountDown,
+                    (None, false) => latch::Action::Wait(args.timeout),
+                };
+                latch::run(&targets[0], &args.name, action, signals.expect("installed above")).await
+            }
             Command::Unlock(args) => unlock::run(targets, &args.name).await,
             Command::Demo(_) => unreachable!("the demo is dispatched in main"),
         }
@@ -225,13 +252,36 @@ fn multi_usage(targets: &[target::Target], command: &Command) -> Option<String> 
             ));
         }
     }
+    let n = targets.len();
     match command {
-        Command::Run(args) if args.fenced && targets.len() > 1 => Some(format!(
-            "--fenced takes one URL, not {}: a Redlock has no fencing token (tokens of independent \
+        Command::Run(args) if args.fenced && n > 1 => Some(format!(
+            "--fenced takes one URL, not {n}: a Redlock has no fencing token (tokens of independent \
              servers do not compose into one safe token); where a stale holder must never write, use \
              a fenced lock on one server",
-            targets.len()
         )),
+        Command::Run(args) if n > 1 && (args.shared || args.exclusive || args.fair || args.semaphore.is_some()) => {
+            let option = match (args.shared, args.exclusive, args.fair) {
+                (true, ..) => "--shared",
+                (_, true, _) => "--exclusive",
+                (.., true) => "--fair",
+                _ => "--semaphore",
+            };
+            Some(format!(
+                "{option} takes one URL, not {n}: a Redlock over several masters is made of plain locks \
+                 (a fair order, a reader count or a number of permits lives on one server)"
+            ))
+        }
+        Command::Latch(_) if n > 1 => Some(format!("latch takes one URL, not {n}: a latch lives on one server")),
+        Command::Status(args) if n > 1 && args.kind.is_some_and(|k| k != args::StatusKind::Lock) => Some(format!(
+            "status with several URLs reads a Redlock's plain lock on each; --kind other than lock takes one URL, not {n}"
+        )),
+        Command::Status(args) if args.kind.is_some_and(|k| k != args::StatusKind::Lock) && !status::reads_keys(&targets[0]) => {
+            Some(format!(
+                "status --kind {} needs a one-server URL (redis://, rediss://, redis+unix://): behind Sentinel or on a \
+                 Cluster, status reads NAME as a lock",
+                status::kind_option(args.kind.expect("checked"))
+            ))
+        }
         _ => None,
     }
 }

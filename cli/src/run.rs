@@ -22,8 +22,11 @@ pub struct Plan {
     pub name: OsString,
     pub acquire: AcquireOptions,
     pub watchdog: Option<Duration>,
-    /// Which lock to take (`--fenced`: a fenced lock, whose token CMD gets).
+    /// Which lock to take (`--fenced`: a fenced lock, whose token CMD gets; `--shared`,
+    /// `--exclusive`: a side of the read-write lock; `--fair`).
     pub kind: LockKind,
+    /// `--semaphore N`: one of N permits instead of a lock.
+    pub semaphore: Option<u64>,
     /// With several URLs: a majority of them (a Redlock) or all (`--all`, a MultiLock).
     pub quorum: Quorum,
     pub conflict_exit_code: i32,
@@ -103,6 +106,9 @@ pub async fn run(targets: Vec<Target>, plan: Plan, mut signals: Signals) -> i32 
         return run_multi(&targets, plan, signals).await;
     }
     let target = &targets[0];
+    if let Some(permits) = plan.semaphore {
+        return crate::permits::run(target, &plan, permits, signals).await;
+    }
     let client = tokio::select! {
         connected = target::connect(target, plan.watchdog) => match connected {
             Ok(client) => client,
@@ -276,7 +282,7 @@ async fn report_conflict(lock: &Lock, plan: &Plan) {
     exit::say(&format!("{what} is busy{holder}; not acquired within {waited} s"));
 }
 
-fn gave_up(signal: Signal, name: &OsString) -> i32 {
+pub(crate) fn gave_up(signal: Signal, name: &OsString) -> i32 {
     exit::say(&format!("{}: stopped waiting for lock \"{}\"; nothing is held", signal.name(), name.to_string_lossy()));
     exit::SIGNAL_BASE + signal.number
 }

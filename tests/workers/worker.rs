@@ -7,16 +7,24 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, Error, ErrorKind, Hold, Lock};
+use ferrolock::{
+    AcquireOptions, Client, CountDownLatch, Error, ErrorKind, Hold, Lock, LockKind, PermitExpirableSemaphore, Semaphore,
+};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The one lock handle (one holder) this worker keeps per lock name.
+/// The one lock handle (one holder) this worker keeps per (lock name, kind).
 struct Entry {
     lock: Lock,
     /// Levels acquired and not yet released (a lost hold counts until it is released).
     depth: u32,
     /// The latest acquisition: its `lost()` future tells when the hold is lost.
     hold: Option<Hold>,
+}
+
+impl Entry {
+    fn new(lock: Lock) -> Entry {
+        Entry { lock, depth: 0, hold: None }
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds, comparable with the other workers' clocks.
@@ -50,6 +58,19 @@ fn number(field: &str, what: &str) -> Result<u64, Error> {
     Ok(field.parse().expect("checked digits"))
 }
 
+fn millis(field: &str, what: &str) -> Result<Duration, Error> {
+    number(field, what).map(Duration::from_millis)
+}
+
+/// The protocol's lock kinds: `plain` is core's reentrant lock.
+fn lock_kind(field: &str) -> Result<LockKind, Error> {
+    match field {
+        "plain" => Ok(LockKind::Reentrant),
+        "fenced" | "fair" | "read" | "write" => field.parse(),
+        _ => Err(invalid(format!("unknown lock kind {field:?}; give plain, fenced, fair, read or write"))),
+    }
+}
+
 fn file_error(path: &str, e: std::io::Error) -> Error {
     invalid(format!("file {path:?}: {e}"))
 }
@@ -73,36 +94,118 @@ fn bump_counter(path: &str) -> Result<(), Error> {
     std::fs::write(path, (value + 1).to_string()).map_err(|e| file_error(path, e))
 }
 
+/// What one `count` section holds: a lock level, or one permit of a semaphore.
+enum Section<'a> {
+    Lock(&'a mut Entry),
+    Permit(Semaphore),
+}
+
+impl Section<'_> {
+    /// Takes it, waiting as long as it takes; the token to log (0 without one).
+    async fn take(&mut self) -> Result<u64, Error> {
+        match self {
+            Section::Lock(entry) => {
+                acquire(entry, None).await?.expect("an unbounded wait only returns when acquired");
+                Ok(entry.hold.as_ref().and_then(Hold::token).unwrap_or(0))
+            }
+            Section::Permit(semaphore) => {
+                let taken = semaphore.acquire_permits(1, None).await?;
+                assert!(taken, "an unbounded wait only returns when acquired");
+                Ok(0)
+            }
+        }
+    }
+
+    async fn give_back(&mut self) -> Result<(), Error> {
+        match self {
+            Section::Lock(entry) => release(entry).await,
+            Section::Permit(semaphore) => semaphore.release(1).await.map(|_| ()),
+        }
+    }
+}
+
 struct Worker {
     client: Client,
-    locks: HashMap<String, Entry>,
+    locks: HashMap<(String, LockKind), Entry>,
+    /// The kind each name was first used with: `release NAME` / `lost NAME` without a KIND.
+    first_kind: HashMap<String, LockKind>,
+    semaphores: HashMap<String, Semaphore>,
+    permits: HashMap<String, PermitExpirableSemaphore>,
+    latches: HashMap<String, CountDownLatch>,
 }
 
 impl Worker {
-    /// The handle for `name`, created on first use (fenced or plain).
-    fn entry(&mut self, name: &str, fenced: bool) -> Result<&mut Entry, Error> {
-        if !self.locks.contains_key(name) {
-            let lock = if fenced { self.client.fenced_lock(name)? } else { self.client.lock(name)? };
-            self.locks.insert(name.to_string(), Entry { lock, depth: 0, hold: None });
+    /// The handle for (`name`, `kind`), created on first use; both sides of a
+    /// read-write lock come from one `read_write_lock` (one holder).
+    fn entry(&mut self, name: &str, kind: LockKind) -> Result<&mut Entry, Error> {
+        let key = (name.to_string(), kind);
+        if !self.locks.contains_key(&key) {
+            match kind {
+                LockKind::Read | LockKind::Write => {
+                    let rw = self.client.read_write_lock(name)?;
+                    self.locks.insert((name.to_string(), LockKind::Read), Entry::new(rw.read()));
+                    self.locks.insert((name.to_string(), LockKind::Write), Entry::new(rw.write()));
+                }
+                _ => {
+                    let lock = self.client.lock_with(name, ferrolock::LockOptions::kind(kind))?;
+                    self.locks.insert(key.clone(), Entry::new(lock));
+                }
+            }
         }
-        Ok(self.locks.get_mut(name).expect("inserted"))
+        self.first_kind.entry(name.to_string()).or_insert(kind);
+        Ok(self.locks.get_mut(&key).expect("inserted"))
+    }
+
+    /// The kind a command without KIND means: the one NAME was first used with
+    /// (`plain` for a name not used yet).
+    fn kind_of(&self, name: &str, kind: Option<&str>) -> Result<LockKind, Error> {
+        match kind {
+            Some(kind) => lock_kind(kind),
+            None => Ok(self.first_kind.get(name).copied().unwrap_or(LockKind::Reentrant)),
+        }
+    }
+
+    fn semaphore(&mut self, name: &str) -> Result<Semaphore, Error> {
+        if !self.semaphores.contains_key(name) {
+            self.semaphores.insert(name.to_string(), self.client.semaphore(name)?);
+        }
+        Ok(self.semaphores[name].clone())
+    }
+
+    fn permits(&mut self, name: &str) -> Result<PermitExpirableSemaphore, Error> {
+        if !self.permits.contains_key(name) {
+            self.permits.insert(name.to_string(), self.client.permit_expirable_semaphore(name)?);
+        }
+        Ok(self.permits[name].clone())
+    }
+
+    fn latch(&mut self, name: &str) -> Result<CountDownLatch, Error> {
+        if !self.latches.contains_key(name) {
+            self.latches.insert(name.to_string(), self.client.count_down_latch(name)?);
+        }
+        Ok(self.latches[name].clone())
     }
 
     async fn run(&mut self, line: &str) -> Result<String, Error> {
         let fields: Vec<&str> = line.split(' ').collect();
         match fields.as_slice() {
-            ["acquire", name, mode @ ("plain" | "fenced")] => self.acquire(name, *mode == "fenced", None).await,
-            ["acquire", name, mode @ ("plain" | "fenced"), wait] => {
-                let wait = number(wait, "WAIT_MS")?;
-                self.acquire(name, *mode == "fenced", Some(wait)).await
+            ["acquire", name, kind] => self.acquire(name, lock_kind(kind)?, None).await,
+            ["acquire", name, kind, wait] => {
+                let kind = lock_kind(kind)?;
+                self.acquire(name, kind, Some(millis(wait, "WAIT_MS")?)).await
             }
-            ["release", name] => {
-                release(self.entry(name, false)?).await?;
+            ["release", name, kind @ ..] if kind.len() <= 1 => {
+                let kind = self.kind_of(name, kind.first().copied())?;
+                release(self.entry(name, kind)?).await?;
                 Ok("ok".into())
             }
-            ["force_unlock", name] => Ok(format!("ok {}", self.entry(name, false)?.lock.force_unlock().await?)),
-            ["lost", name] => {
-                let entry = self.entry(name, false)?;
+            ["force_unlock", name] => {
+                let kind = self.kind_of(name, None)?;
+                Ok(format!("ok {}", self.entry(name, kind)?.lock.force_unlock().await?))
+            }
+            ["lost", name, kind @ ..] if kind.len() <= 1 => {
+                let kind = self.kind_of(name, kind.first().copied())?;
+                let entry = self.entry(name, kind)?;
                 match (&entry.hold, entry.depth) {
                     (Some(hold), 1..) => {
                         hold.lost().await;
@@ -111,26 +214,79 @@ impl Worker {
                     _ => Err(Error::new(ErrorKind::NotOwner, format!("lock {name:?} is not held by this worker"))),
                 }
             }
-            ["count", name, counter, log, max, seconds, hold_us] => {
+            ["count", name, counter, log, max, seconds, hold_us, kind @ ..] if kind.len() <= 1 => {
                 let (max, seconds) = (number(max, "MAX")?, number(seconds, "SECONDS")?);
                 let hold_us = number(hold_us, "HOLD_US")?;
-                let entry = self.entry(name, true)?;
-                count(entry, counter, log, max, seconds, hold_us).await
+                let section = match kind.first().copied().unwrap_or("fenced") {
+                    sem if sem.starts_with("sem:") => {
+                        let permits = number(&sem[4..], "the permits of KIND sem:P")?;
+                        let semaphore = self.semaphore(name)?;
+                        semaphore.try_set_permits(permits).await?;
+                        Section::Permit(semaphore)
+                    }
+                    kind => {
+                        let kind = lock_kind(kind)?;
+                        Section::Lock(self.entry(name, kind)?)
+                    }
+                };
+                count(section, counter, log, max, seconds, hold_us).await
+            }
+            ["sem_set", name, permits] => {
+                let permits = number(permits, "PERMITS")?;
+                Ok(format!("ok {}", self.semaphore(name)?.try_set_permits(permits).await?))
+            }
+            ["sem_acquire", name, permits, wait @ ..] if wait.len() <= 1 => {
+                let permits = number(permits, "PERMITS")?;
+                let wait = wait.first().map(|w| millis(w, "WAIT_MS")).transpose()?;
+                let taken = self.semaphore(name)?.acquire_permits(permits, wait).await?;
+                Ok(if taken { "ok" } else { "timeout" }.into())
+            }
+            ["sem_release", name, permits] => {
+                let permits = number(permits, "PERMITS")?;
+                Ok(format!("ok {}", self.semaphore(name)?.release(permits).await?))
+            }
+            ["sem_available", name] => Ok(format!("ok {}", self.semaphore(name)?.available().await?)),
+            ["permit_acquire", name, rest @ ..] if rest.len() <= 2 => {
+                let wait = match rest.first() {
+                    None | Some(&"-") => None,
+                    Some(wait) => Some(millis(wait, "WAIT_MS")?),
+                };
+                let lease = rest.get(1).map(|l| millis(l, "LEASE_MS")).transpose()?;
+                match self.permits(name)?.acquire_with(wait, lease).await? {
+                    // The permit outlives this command: the test releases it by id.
+                    Some(permit) => Ok(format!("ok {}", permit.forget())),
+                    None => Ok("timeout".into()),
+                }
+            }
+            ["permit_release", name, id] => Ok(format!("ok {}", self.permits(name)?.release(id).await?)),
+            ["permit_set", name, permits] => {
+                let permits = number(permits, "PERMITS")?;
+                Ok(format!("ok {}", self.permits(name)?.try_set_permits(permits).await?))
+            }
+            ["latch_set", name, count] => {
+                let count = number(count, "COUNT")?;
+                Ok(format!("ok {}", self.latch(name)?.try_set_count(count).await?))
+            }
+            ["latch_down", name] => Ok(format!("ok {}", self.latch(name)?.count_down().await?)),
+            ["latch_count", name] => Ok(format!("ok {}", self.latch(name)?.count().await?)),
+            ["latch_wait", name, wait @ ..] if wait.len() <= 1 => {
+                let wait = wait.first().map(|w| millis(w, "WAIT_MS")).transpose()?;
+                Ok(if self.latch(name)?.wait(wait).await? { "ok open" } else { "timeout" }.into())
             }
             _ => Err(invalid(format!("malformed command {line:?}; see tests/workers/README.md"))),
         }
     }
 
-    async fn acquire(&mut self, name: &str, fenced: bool, wait_ms: Option<u64>) -> Result<String, Error> {
-        let entry = self.entry(name, fenced)?;
-        Ok(match acquire(entry, wait_ms.map(Duration::from_millis)).await? {
+    async fn acquire(&mut self, name: &str, kind: LockKind, wait: Option<Duration>) -> Result<String, Error> {
+        let entry = self.entry(name, kind)?;
+        Ok(match acquire(entry, wait).await? {
             None => "timeout".into(),
             Some(token) => format!("ok {token}"),
         })
     }
 }
 
-/// Acquires one level; `Some(token)` (`-` for a plain lock) or `None` when not acquired in time.
+/// Acquires one level; `Some(token)` (`-` for a lock without one) or `None` when not acquired in time.
 async fn acquire(entry: &mut Entry, wait: Option<Duration>) -> Result<Option<String>, Error> {
     // A lost hold is over: the next acquisition starts a new one.
     let depth = if entry.lock.is_lost() { 0 } else { entry.depth };
@@ -154,21 +310,21 @@ async fn release(entry: &mut Entry) -> Result<(), Error> {
     result.map(|_| ())
 }
 
-async fn count(entry: &mut Entry, counter: &str, log: &str, max: u64, seconds: u64, hold_us: u64) -> Result<String, Error> {
+async fn count(mut section: Section<'_>, counter: &str, log: &str, max: u64, seconds: u64, hold_us: u64) -> Result<String, Error> {
     let mut log_file =
         std::fs::OpenOptions::new().append(true).create(true).open(log).map_err(|e| file_error(log, e))?;
     let start = now_ns();
     let mut done = 0u64;
     while (max == 0 || done < max) && (seconds == 0 || now_ns() - start < seconds * 1_000_000_000) {
         let t0 = now_ns();
-        let token = acquire(entry, None).await?.expect("an unbounded wait only returns when acquired");
+        let token = section.take().await?;
         let t1 = now_ns();
         let bumped = bump_counter(counter);
         if hold_us > 0 {
             tokio::task::block_in_place(|| std::thread::sleep(Duration::from_micros(hold_us)));
         }
         let t2 = now_ns();
-        let released = release(entry).await;
+        let released = section.give_back().await;
         released?;
         bumped?;
         log_file.write_all(format!("{token} {t0} {t1} {t2}\n").as_bytes()).map_err(|e| file_error(log, e))?;
@@ -177,7 +333,6 @@ async fn count(entry: &mut Entry, counter: &str, log: &str, max: u64, seconds: u
     }
     Ok(format!("ok {done}"))
 }
-
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -199,7 +354,14 @@ async fn main() {
     };
     say(&format!("ready rust {}", std::process::id()));
 
-    let mut worker = Worker { client, locks: HashMap::new() };
+    let mut worker = Worker {
+        client,
+        locks: HashMap::new(),
+        first_kind: HashMap::new(),
+        semaphores: HashMap::new(),
+        permits: HashMap::new(),
+        latches: HashMap::new(),
+    };
     let mut stdin = BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
     loop {
