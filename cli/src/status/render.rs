@@ -1,0 +1,204 @@
+//! How a status is shown: the kind's name, the text for people and the JSON for scripts.
+
+use super::*;
+
+pub fn kind_option(kind: StatusKind) -> &'static str {
+    match kind {
+        StatusKind::Lock => "lock",
+        StatusKind::Fair => "fair",
+        StatusKind::ReadWrite => "read-write",
+        StatusKind::Semaphore => "semaphore",
+        StatusKind::PermitSemaphore => "permit-semaphore",
+        StatusKind::Latch => "latch",
+    }
+}
+
+pub(super) fn kind_name(kind: StatusKind) -> &'static str {
+    match kind {
+        StatusKind::Lock => "lock",
+        StatusKind::Fair => "fair lock",
+        StatusKind::ReadWrite => "read-write lock",
+        StatusKind::Semaphore => "semaphore",
+        StatusKind::PermitSemaphore => "permit-expirable semaphore",
+        StatusKind::Latch => "count-down latch",
+    }
+}
+
+pub(super) fn kind_text(status: &Status) -> &'static str {
+    match status {
+        Status::Lock(_) => "a lock",
+        Status::Fair(..) => "a fair lock",
+        Status::ReadWrite { .. } => "a read-write lock",
+        Status::Semaphore { .. } => "a semaphore",
+        Status::PermitSemaphore { .. } => "a permit-expirable semaphore",
+        Status::Latch { .. } => "a count-down latch",
+        Status::SemaphoreOrLatch { .. } => "a semaphore or a count-down latch",
+    }
+}
+
+/// The `--json` shape of each kind, documented in `ferrolock status --help`.
+pub(super) fn status_json(status: &Status) -> serde_json::Value {
+    let with_kind = |kind: &str, lock: &LockStatus, extra: serde_json::Value| {
+        let mut fields = serde_json::Map::new();
+        fields.insert("name".into(), json!(lock.name));
+        fields.insert("kind".into(), json!(kind));
+        if let serde_json::Value::Object(rest) = to_json(lock) {
+            fields.extend(rest.into_iter().filter(|(k, _)| k != "name"));
+        }
+        if let serde_json::Value::Object(extra) = extra {
+            fields.extend(extra);
+        }
+        serde_json::Value::Object(fields)
+    };
+    match status {
+        Status::Lock(lock) => with_kind("lock", lock, json!({})),
+        Status::Fair(lock, queue) => with_kind("fair_lock", lock, json!({"waiters": queue.len(), "queue": queue})),
+        Status::ReadWrite { lock, mode, waiters } => with_kind("read_write_lock", lock, json!({"mode": mode, "waiters": waiters})),
+        Status::Semaphore { name, free, waiters } => json!({"name": name, "kind": "semaphore", "free": free, "waiters": waiters}),
+        Status::PermitSemaphore { name, free, out, waiters } => json!({
+            "name": name,
+            "kind": "permit_expirable_semaphore",
+            "free": free,
+            "out": out.iter().map(|p| json!({"id": p.id, "lease_left_ms": p.left_ms})).collect::<Vec<_>>(),
+            "waiters": waiters,
+        }),
+        Status::Latch { name, count, waiters } => {
+            json!({"name": name, "kind": "count_down_latch", "count": count, "open": *count <= 0, "waiters": waiters})
+        }
+        Status::SemaphoreOrLatch { name, value } => json!({"name": name, "kind": "semaphore_or_latch", "value": value}),
+    }
+}
+
+pub(super) fn status_text(status: &Status) -> String {
+    let lines: Vec<(&str, String)> = match status {
+        Status::Lock(lock) => return to_text(lock),
+        Status::Fair(lock, queue) => {
+            let waiters = format!("{} in the queue, in this order:", queue.len());
+            let mut text = lock_text(lock, Some(waiters), &[("kind", "fair lock".to_string())]);
+            // The queue under the waiters line, before the last token.
+            let last = text.rfind('\n').unwrap_or(text.len());
+            let queued: String = queue.iter().enumerate().map(|(i, owner)| format!("\n{}", line(&format!("  {}", i + 1), owner))).collect();
+            text.insert_str(last, &queued);
+            return text;
+        }
+        Status::ReadWrite { lock, mode, waiters } => {
+            let mode = match mode.as_deref() {
+                Some("read") => "read (shared by the holders below)",
+                Some("write") => "write (one holder, its read holds included)",
+                Some(other) => other,
+                None => "none (free)",
+            };
+            let waiters = format!("{waiters} (clients subscribed to the read-write lock's channel)");
+            return lock_text(lock, Some(waiters), &[("kind", "read-write lock".to_string()), ("mode", mode.to_string())]);
+        }
+        Status::Semaphore { name, free, waiters } => vec![
+            ("semaphore", name.clone()),
+            ("kind", "semaphore".into()),
+            ("free", format!("{free} permits")),
+            ("waiters", format!("{waiters} (clients subscribed to its channel)")),
+        ],
+        Status::PermitSemaphore { name, free, out, waiters } => {
+            let mut lines = vec![
+                ("semaphore", name.clone()),
+                ("kind", "permit-expirable semaphore".into()),
+                ("free", format!("{free} permits")),
+                ("out", format!("{} permits", out.len())),
+            ];
+            for permit in out {
+                let lease = match permit.left_ms {
+                    None => "no lease".to_string(),
+                    Some(ms) if ms < 0 => "expired (back at the next acquire)".to_string(),
+                    Some(ms) => format!("lease {:.1} s left", ms as f64 / 1000.0),
+                };
+                lines.push(("  permit", format!("{} ({lease})", permit.id)));
+            }
+            lines.push(("waiters", format!("{waiters} (clients subscribed to its channel)")));
+            lines
+        }
+        Status::Latch { name, count, waiters } => vec![
+            ("latch", name.clone()),
+            ("kind", "count-down latch".into()),
+            ("count", if *count <= 0 { "0 (open)".to_string() } else { format!("{count} (counting down)") }),
+            ("waiters", format!("{waiters} (clients subscribed to its channel)")),
+        ],
+        Status::SemaphoreOrLatch { name, value } => vec![
+            ("key", name.clone()),
+            ("kind", "a semaphore or a count-down latch (nothing tells which: give --kind)".into()),
+            ("value", format!("{value} (free permits, or the count)")),
+        ],
+    };
+    lines.iter().map(|(label, value)| line(label, value)).collect::<Vec<_>>().join("\n")
+}
+
+/// `status --check` over `n` servers, `locked` and `free` of which answered: held
+/// means held on a majority (what a Redlock needs); free means on so many that no
+/// majority can hold it; anything in between cannot be told (`None`: the error decides).
+
+pub(super) fn to_json(status: &LockStatus) -> serde_json::Value {
+    let lease_ms = match status.remaining_lease {
+        None => serde_json::Value::Null,
+        Some(Duration::MAX) => json!(-1),
+        Some(lease) => json!(lease.as_millis() as u64),
+    };
+    json!({
+        "name": status.name,
+        "locked": status.is_locked(),
+        "holders": status.holders.iter().map(|h| json!({"owner": h.owner, "count": h.count, "info": info_json(h.info.as_deref())})).collect::<Vec<_>>(),
+        "remaining_lease_ms": lease_ms,
+        "waiters": status.subscribers,
+        "last_token": status.last_token,
+    })
+}
+
+/// A holder's info in `--json`: a JSON object stays one (a `ferrolock run` stores
+/// {host, pid, cmd, renewed}); any other text is a string.
+pub(super) fn info_json(info: Option<&str>) -> serde_json::Value {
+    match info.map(serde_json::from_str::<serde_json::Value>) {
+        None => serde_json::Value::Null,
+        Some(Ok(object @ serde_json::Value::Object(_))) => object,
+        Some(_) => json!(info),
+    }
+}
+
+/// A holder's info for people: "ferrolock run on web1, pid 4242: ./deploy.sh" for
+/// what a `ferrolock run` stored, the text itself otherwise.
+pub fn describe_info(info: &str) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(info) else { return info.to_string() };
+    match (fields.get("host").and_then(|v| v.as_str()), fields.get("pid").and_then(|v| v.as_u64()), fields.get("cmd").and_then(|v| v.as_str())) {
+        (Some(host), Some(pid), Some(cmd)) => format!("ferrolock run on {host}, pid {pid}: {cmd}"),
+        _ => info.to_string(),
+    }
+}
+
+pub(super) fn line(label: &str, value: &str) -> String {
+    format!("{:<12}{value}", format!("{label}:"))
+}
+
+pub(super) fn to_text(status: &LockStatus) -> String {
+    lock_text(status, None, &[])
+}
+
+/// A lock's lines: `kind` (after the state) and `waiters` (in place of the
+/// subscribers of the lock's channel) when the kind says more than that.
+pub(super) fn lock_text(status: &LockStatus, waiters: Option<String>, extra: &[(&str, String)]) -> String {
+    let mut lines = vec![
+        ("lock", status.name.clone()),
+        ("state", if status.is_locked() { "held" } else { "free" }.to_string()),
+    ];
+    lines.extend(extra.iter().cloned());
+    for holder in &status.holders {
+        lines.push(("holder", format!("{} (count {})", holder.owner, holder.count)));
+        if let Some(info) = holder.info.as_deref() {
+            lines.push(("  info", describe_info(info)));
+        }
+    }
+    match status.remaining_lease {
+        None => {}
+        Some(Duration::MAX) => lines.push(("lease", "no expiry".to_string())),
+        Some(lease) => lines.push(("lease", format!("{:.1} s left", lease.as_secs_f64()))),
+    }
+    let waiters = waiters.unwrap_or_else(|| format!("{} (clients subscribed to the lock's channel)", status.subscribers));
+    lines.push(("waiters", waiters));
+    lines.push(("last token", status.last_token.map_or_else(|| "none".to_string(), |t| t.to_string())));
+    lines.iter().map(|(label, value)| line(label, value)).collect::<Vec<_>>().join("\n")
+}
