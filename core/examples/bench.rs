@@ -1,7 +1,10 @@
 //! ferrolock's benchmark: every figure is a ratio against the same run's Redis
-//! round-trip, measured on one server in one run.
+//! round-trip (or the same run's server CPU), measured on one server in one run.
 //!
-//! cargo run --release -p ferrolock --example bench -- --url URL [--seconds N]
+//! cargo run --release -p ferrolock --example bench -- --url URL [--seconds N] [--only SECTION]
+//!
+//! Sections: uncontended, contended, throughput, watchdog, family (all by default;
+//! `--only` runs one, e.g. under a profiler).
 
 #[path = "shared/family.rs"]
 mod family;
@@ -11,54 +14,82 @@ mod measure;
 use std::time::Duration;
 
 use ferrolock::{Client, Lock};
-use measure::{contended, ms, run_for, script_calls, uncontended};
+use measure::{contended, ms, process_cpu, run_for, script_calls, server_cpu, uncontended};
+
+const SECTIONS: [&str; 5] = ["uncontended", "contended", "throughput", "watchdog", "family"];
 
 #[tokio::main]
 async fn main() {
     let mut url = String::new();
     let mut seconds = 5u64;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--url" => url = args.next().expect("--url URL"),
             "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).expect("--seconds N"),
+            "--only" => only = Some(args.next().filter(|s| SECTIONS.contains(&s.as_str())).expect("--only one of {SECTIONS:?}")),
             other => panic!("unknown argument {other}"),
         }
     }
-    assert!(!url.is_empty(), "usage: bench --url URL [--seconds N]");
+    assert!(!url.is_empty(), "usage: bench --url URL [--seconds N] [--only SECTION]");
+    let run = |section: &str| only.as_deref().is_none_or(|o| o == section);
     let mut raw = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let client = Client::connect(url.clone()).await.unwrap();
+    let window = Duration::from_secs(seconds);
 
-    // 1. Round-trip and uncontended cycle.
+    // Every section compares with the PING round-trip of this run.
     let lock = client.lock("bench:uncontended").unwrap();
     let (rtt, cycle) = uncontended(&mut raw, &lock).await;
-    println!("== uncontended, one holder");
-    println!("PING round-trip p50             {}", ms(rtt));
-    println!("acquire+release cycle           {}  ({:.0} cycles/s)", ms(cycle), 1.0 / cycle.as_secs_f64());
-    println!("cycle / (2 x PING p50)          {:.2}   (target <= 1.25)", cycle.as_secs_f64() / (2.0 * rtt.as_secs_f64()));
+    if run("uncontended") {
+        println!("== uncontended, one holder");
+        println!("PING round-trip p50             {}", ms(rtt));
+        println!("acquire+release cycle           {}  ({:.0} cycles/s)", ms(cycle), 1.0 / cycle.as_secs_f64());
+        println!("cycle / (2 x PING p50)          {:.2}   (target <= 1.25)", cycle.as_secs_f64() / (2.0 * rtt.as_secs_f64()));
+    }
+    if run("contended") {
+        contention(&url, &client, &mut raw).await;
+    }
+    if run("throughput") {
+        throughput(&client, &mut raw, window).await;
+    }
+    if run("watchdog") {
+        watchdog(&client, &mut raw, rtt).await;
+    }
+    client.shutdown().await.unwrap();
+    if run("family") {
+        family::fair(&url).await;
+        family::read_write(&url, window).await;
+        family::semaphore(&url, window).await;
+    }
+}
 
-    // 2. Contention: 8 holders x 200 critical sections of 1 ms.
+/// 8 holders x 200 critical sections of 1 ms, on one client and on 8.
+async fn contention(url: &str, client: &Client, raw: &mut redis::aio::MultiplexedConnection) {
     for clients in [1usize, 8] {
         let pool: Vec<Client> = if clients == 1 {
             vec![client.clone()]
         } else {
             let mut v = Vec::new();
             for _ in 0..clients {
-                v.push(Client::connect(url.clone()).await.unwrap());
+                v.push(Client::connect(url.to_string()).await.unwrap());
             }
             v
         };
         let locks: Vec<Lock> = (0..8).map(|i| pool[i % pool.len()].lock("bench:contended").unwrap()).collect();
-        contended(&mut raw, &locks, clients).await;
+        contended(raw, &locks, clients).await;
         if clients > 1 {
             for c in pool {
                 c.shutdown().await.unwrap();
             }
         }
     }
+}
 
-    // 3. Throughput: 256 tasks, own lock names, one client, vs PING from 256 tasks.
-    let window = Duration::from_secs(seconds);
+/// 256 tasks on their own lock names on one client, against PING from 256 tasks,
+/// and against what the server could serve at the CPU it spent per cycle.
+async fn throughput(client: &Client, raw: &mut redis::aio::MultiplexedConnection, window: Duration) {
+    let seconds = window.as_secs_f64();
     let pingers: Vec<_> = (0..256)
         .map(|_| {
             let conn = raw.clone();
@@ -84,13 +115,32 @@ async fn main() {
             }
         })
         .collect();
+    let server0 = server_cpu(raw).await;
+    let client0 = process_cpu();
     let lock_ops = run_for(window, lockers).await;
+    let client_cpu = process_cpu().zip(client0).map(|(after, before)| after - before);
+    let server = server_cpu(raw).await - server0;
+    let cycles_per_s = lock_ops / 2.0;
+    let cycles = cycles_per_s * seconds;
+    let server_per_cycle = server / cycles;
+    let bound = 1.0 / server_per_cycle;
     println!("== 256 tasks, own lock names, one client, {seconds} s each");
     println!("PING ops/s                      {:.0}", ping_ops);
-    println!("lock ops/s (acquire + release)  {:.0}  ({:.0} cycles/s)", lock_ops, lock_ops / 2.0);
-    println!("lock ops/s / PING ops/s         {:.2}   (target >= 0.5)", lock_ops / ping_ops);
+    println!("lock ops/s (acquire + release)  {:.0}  ({:.0} cycles/s)", lock_ops, cycles_per_s);
+    println!("lock ops/s / PING ops/s         {:.2}", lock_ops / ping_ops);
+    println!(
+        "server CPU per cycle            {:.1} us: one server core serves at most {:.0} cycles/s",
+        server_per_cycle * 1e6,
+        bound
+    );
+    if let Some(client_cpu) = client_cpu {
+        println!("client CPU per cycle            {:.1} us (this process, all threads)", client_cpu / cycles * 1e6);
+    }
+    println!("cycles/s / server-CPU bound     {:.2}   (target >= 0.80)", cycles_per_s / bound);
+}
 
-    // 4. Watchdog: 10 000 held locks, one renewal round.
+/// 10 000 held locks, one renewal round.
+async fn watchdog(client: &Client, raw: &mut redis::aio::MultiplexedConnection, rtt: Duration) {
     let mut held = Vec::with_capacity(10_000);
     let mut batch = Vec::new();
     for i in 0..10_000 {
@@ -105,16 +155,10 @@ async fn main() {
     }
     held.extend(futures_util::future::join_all(batch).await);
     client.renew_held_locks().await.unwrap(); // loads the script (NOSCRIPT once per batch)
-    let before = script_calls(&mut raw).await;
+    let before = script_calls(raw).await;
     let report = client.renew_held_locks().await.unwrap();
-    let calls = script_calls(&mut raw).await - before;
+    let calls = script_calls(raw).await - before;
     println!("== watchdog, {} held locks", held.len());
     println!("renewed {} in {} script calls (server counted {}), tick {}", report.renewed, report.script_calls, calls, ms(report.duration));
     println!("tick / PING p50                 {:.1}", report.duration.as_secs_f64() / rtt.as_secs_f64());
-    client.shutdown().await.unwrap();
-
-    // 5. The rest of the family: fair order, readers together, permits in use.
-    family::fair(&url).await;
-    family::read_write(&url, window).await;
-    family::semaphore(&url, window).await;
 }

@@ -25,6 +25,25 @@ pub async fn script_calls(conn: &mut redis::aio::MultiplexedConnection) -> u64 {
         .sum()
 }
 
+/// redis-server's CPU seconds so far (user + system, all its threads).
+pub async fn server_cpu(conn: &mut redis::aio::MultiplexedConnection) -> f64 {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await.unwrap();
+    let field = |name: &str| -> f64 {
+        info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok()).unwrap_or(0.0)
+    };
+    field("used_cpu_user") + field("used_cpu_sys")
+}
+
+/// This process's CPU seconds so far (user + system, all threads); Linux only.
+pub fn process_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces): utime and stime are 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
 /// PING round-trip p50 on `raw` and the mean acquire+release cycle of `lock`
 /// (after a warm-up), measured back to back.
 pub async fn uncontended(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock) -> (Duration, Duration) {
