@@ -14,7 +14,7 @@ use crate::latch::CountDownLatch;
 use crate::metrics::Metrics;
 use crate::semaphore::{PermitExpirableSemaphore, Semaphore};
 use crate::renewal::RenewalReport;
-use crate::transport::Transport;
+use crate::transport::{HostLink, Transport};
 
 /// A connection to one Redis deployment, shared by all locks made from it.
 /// Cheap to clone; all clones are the same client (same client id, same watchdog).
@@ -205,6 +205,16 @@ impl Client {
     /// Number of locks this client currently holds (any depth counts once).
     pub fn held_count(&self) -> usize {
         self.ctx.held.count()
+    }
+
+    /// A command connection for an event loop that does its own I/O (Node's): calls
+    /// this client makes while polled on the calling thread send on it, everything
+    /// else keeps the client's connection (see `transport/host.rs`). The host connects
+    /// to its address, writes what `take_output` gives and feeds back what it reads;
+    /// a new link replaces (closes) the previous one. `None` unless the client talks
+    /// to one server without TLS: then every call stays on the client's connection.
+    pub fn host_link(&self) -> Result<Option<HostLink>> {
+        Ok(self.ctx.conn()?.attach_host())
     }
 
     /// True once the client was shut down: every call on it fails with `ClientClosed`.

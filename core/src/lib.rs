@@ -65,3 +65,4 @@ pub use metrics::{Histogram, Metrics};
 pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};
 pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum, ReadWriteLock};
 pub use renewal::RenewalReport;
+pub use transport::{HostAddress, HostLink};

@@ -22,6 +22,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use super::host::HostLink;
 use super::Target;
 use crate::config::Config;
 use crate::metrics::Recorder;
@@ -58,6 +59,8 @@ struct Inner {
     /// retires only the connection it happened on.
     slot: Mutex<Slot>,
     epochs: std::sync::atomic::AtomicU64,
+    /// The host event loop's connection (host.rs), used by calls polled on its thread.
+    host: std::sync::RwLock<Option<HostLink>>,
 }
 
 /// A handle on the client's command connection with its own request timeout.
@@ -80,6 +83,7 @@ impl Conn {
             replicas: AtomicU32::new(0),
             slot: Mutex::new(Slot::Idle),
             epochs: std::sync::atomic::AtomicU64::new(0),
+            host: std::sync::RwLock::new(None),
         };
         Conn { inner: Arc::new(inner), timeout: config.response_timeout }
     }
@@ -90,8 +94,23 @@ impl Conn {
         Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)) }
     }
 
-    /// The current connection, connecting (once, shared by concurrent callers) if
-    /// there is none.
+    /// A new connection for the calling thread's event loop (host.rs), replacing the
+    /// one before (closed); `None` unless this is one server without TLS.
+    pub fn attach_host(&self) -> Option<HostLink> {
+        let Target::Single(client) = &*self.inner.target else { return None };
+        let link = HostLink::new(client.get_connection_info(), &self.inner.name)?;
+        if let Some(old) = self.inner.host.write().unwrap().replace(link.clone()) {
+            old.close("replaced by a new one");
+        }
+        Some(link)
+    }
+
+    /// The host link, when this thread is its host's.
+    fn host_here(&self) -> Option<HostLink> {
+        let host = self.inner.host.read().unwrap();
+        host.as_ref().filter(|link| link.usable_here()).cloned()
+    }
+
     /// The replicas the current master had when this connection was made (0 off
     /// Sentinel); connects first if need be.
     pub async fn replicas(&self) -> RedisResult<u32> {
@@ -172,6 +191,11 @@ impl Conn {
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
+            if let Some(host) = self.host_here() {
+                if let Some(reply) = host.send_one(cmd, self.timeout) {
+                    return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
+                }
+            }
             let (mut conn, epoch) = self.current().await?;
             let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
             self.settle(reply, epoch)
@@ -180,6 +204,11 @@ impl ConnectionLike for Conn {
 
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
+            if let Some(host) = self.host_here().filter(|_| offset == 0 && !pipeline.is_transaction()) {
+                if let Some(reply) = host.send_many(pipeline, count, self.timeout) {
+                    return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
+                }
+            }
             let (mut conn, epoch) = self.current().await?;
             let reply = tokio::time::timeout(self.timeout, conn.req_packed_commands(pipeline, offset, count)).await;
             self.settle(reply, epoch)

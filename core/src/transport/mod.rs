@@ -7,10 +7,12 @@
 
 mod cluster;
 mod conn;
+mod host;
 mod sentinel;
 mod url;
 
 pub(crate) use conn::Conn;
+pub use host::{HostAddress, HostLink};
 
 use std::sync::Arc;
 

@@ -1,0 +1,366 @@
+//! A command connection whose socket belongs to the host's event loop (Node's libuv
+//! loop, where ioredis and node-redlock do their I/O too). Core writes requests into
+//! it; the host writes them to its socket and feeds the replies back. A call polled
+//! on the host's thread uses it: its request leaves with no hop to a runtime thread
+//! and its reply wakes the host's loop directly, so a call costs one wake-up per
+//! side, as in a client written in the host's language. Everything else (renewals,
+//! resolvers of lost replies, calls made while it is down) keeps the client's own
+//! connection, which is also where a call goes when this one fails: a closed or
+//! silent link fails its requests as lost replies (core's read-backs and retries
+//! settle them) and the host opens a new one when it likes.
+//!
+//! One server only, over plain TCP or a Unix socket, RESP2: the host connects to
+//! [`HostLink::address`]; the handshake (AUTH, SELECT, CLIENT SETNAME) is the first
+//! output, and requests use the link once every handshake reply came back OK.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
+use tokio::sync::oneshot;
+
+/// Where the host connects its socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostAddress {
+    Tcp { host: String, port: u16 },
+    Unix(std::path::PathBuf),
+}
+
+/// The host's connection, as core and the host share it. Cheap to clone.
+#[derive(Clone)]
+pub struct HostLink {
+    shared: Arc<Shared>,
+}
+
+type Notify = Box<dyn Fn() + Send + Sync>;
+
+struct Shared {
+    /// The host's thread: only calls polled there use the link.
+    thread: ThreadId,
+    address: HostAddress,
+    state: Mutex<State>,
+    /// Told (on the host's thread) when output is waiting or the link closed itself.
+    notify: Mutex<Option<Arc<Notify>>>,
+}
+
+#[derive(Default)]
+struct State {
+    out: Vec<u8>,
+    input: Vec<u8>,
+    waiting: VecDeque<Waiter>,
+    /// Handshake replies still to come before requests may use the link.
+    handshake: usize,
+    closed: Option<String>,
+}
+
+struct Waiter {
+    /// When the call stops waiting for its reply (its connection handle's response timeout).
+    deadline: Instant,
+    reply: ReplyTo,
+}
+
+enum ReplyTo {
+    Handshake,
+    One(oneshot::Sender<RedisResult<Value>>),
+    Many { want: usize, got: Vec<Value>, reply: oneshot::Sender<RedisResult<Vec<Value>>> },
+}
+
+enum Done {
+    One(oneshot::Sender<RedisResult<Value>>, RedisResult<Value>),
+    Many(oneshot::Sender<RedisResult<Vec<Value>>>, RedisResult<Vec<Value>>),
+}
+
+impl Done {
+    fn send(self) {
+        // A receiver that is gone (its call timed out) does not care.
+        match self {
+            Done::One(tx, value) => drop(tx.send(value)),
+            Done::Many(tx, values) => drop(tx.send(values)),
+        }
+    }
+}
+
+impl HostLink {
+    /// A link for the calling thread to `info`'s server, its handshake queued;
+    /// `None` for TLS (the host's socket would need the client's TLS settings).
+    pub(crate) fn new(info: &ConnectionInfo, name: &str) -> Option<HostLink> {
+        let address = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => HostAddress::Tcp { host: host.clone(), port: *port },
+            ConnectionAddr::Unix(path) => HostAddress::Unix(path.clone()),
+            _ => return None,
+        };
+        let settings = info.redis_settings();
+        let mut state = State::default();
+        let mut handshake = Vec::new();
+        if let Some(password) = settings.password() {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = settings.username() {
+                auth.arg(user);
+            }
+            handshake.push(auth.arg(password).clone());
+        }
+        if settings.db() != 0 {
+            handshake.push(redis::cmd("SELECT").arg(settings.db()).clone());
+        }
+        handshake.push(redis::cmd("CLIENT").arg("SETNAME").arg(name).clone());
+        // The host has its connect timeout; once connected, the server answers at once.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for cmd in &handshake {
+            cmd.write_packed_command(&mut state.out);
+            state.waiting.push_back(Waiter { deadline, reply: ReplyTo::Handshake });
+        }
+        state.handshake = handshake.len();
+        let shared = Shared { thread: std::thread::current().id(), address, state: Mutex::new(state), notify: Mutex::new(None) };
+        Some(HostLink { shared: Arc::new(shared) })
+    }
+
+    /// Where to connect.
+    pub fn address(&self) -> &HostAddress {
+        &self.shared.address
+    }
+
+    /// `f` is called on the host's thread whenever output starts waiting (after
+    /// [`HostLink::take_output`] emptied it) or core closed the link (a reply did not
+    /// come within the response timeout): the host then writes, or closes its socket.
+    pub fn on_event(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.shared.notify.lock().unwrap() = Some(Arc::new(Box::new(f)));
+    }
+
+    /// The bytes to write to the socket, in order (empty when none).
+    pub fn take_output(&self) -> Vec<u8> {
+        std::mem::take(&mut self.shared.state.lock().unwrap().out)
+    }
+
+    /// Requests written or waiting whose replies have not come yet.
+    pub fn in_flight(&self) -> usize {
+        self.shared.state.lock().unwrap().waiting.len()
+    }
+
+    /// Why the link is closed, once it is.
+    pub fn closed(&self) -> Option<String> {
+        self.shared.state.lock().unwrap().closed.clone()
+    }
+
+    /// Bytes read from the socket: completes the requests they answer. A reply that
+    /// is not RESP2, or that nothing waits for, closes the link.
+    pub fn feed(&self, bytes: &[u8]) {
+        let mut done = Vec::new();
+        let failure = {
+            let mut st = self.shared.state.lock().unwrap();
+            if st.closed.is_some() {
+                return;
+            }
+            st.input.extend_from_slice(bytes);
+            let failure = st.take_replies(&mut done);
+            if let Some(reason) = &failure {
+                st.close(reason, &mut done);
+            }
+            failure
+        };
+        for d in done {
+            d.send();
+        }
+        if failure.is_some() {
+            self.notify();
+        }
+    }
+
+    /// The host's socket closed or failed: every request still waiting fails as a
+    /// lost reply (core settles those), and no call uses the link any more.
+    pub fn close(&self, reason: &str) {
+        let mut done = Vec::new();
+        self.shared.state.lock().unwrap().close(reason, &mut done);
+        for d in done {
+            d.send();
+        }
+    }
+
+    /// Closes the link if a reply is overdue (the host calls this now and then, e.g.
+    /// every 100 ms): a per-request timer would wake core's runtime thread on every
+    /// call, which is what this link exists to avoid. True if it closed.
+    pub fn expire_overdue(&self) -> bool {
+        let now = Instant::now();
+        let mut done = Vec::new();
+        {
+            let mut st = self.shared.state.lock().unwrap();
+            let Some(late) = st.waiting.iter().map(|w| w.deadline).filter(|d| *d <= now).min() else { return false };
+            let waited = now - late;
+            st.close(&format!("a reply was overdue (by {waited:?})"), &mut done);
+        }
+        for d in done {
+            d.send();
+        }
+        self.notify();
+        true
+    }
+
+    /// True when a call on this thread may send on the link now.
+    pub(crate) fn usable_here(&self) -> bool {
+        std::thread::current().id() == self.shared.thread
+    }
+
+    fn send(&self, pack: impl FnOnce(&mut Vec<u8>), waiter: Waiter) -> bool {
+        let was_empty = {
+            let mut st = self.shared.state.lock().unwrap();
+            if st.closed.is_some() || st.handshake > 0 {
+                return false;
+            }
+            let was_empty = st.out.is_empty();
+            pack(&mut st.out);
+            st.waiting.push_back(waiter);
+            was_empty
+        };
+        if was_empty {
+            self.notify();
+        }
+        true
+    }
+
+    /// Queues `cmd`, to be answered within `timeout`; `None` if the link cannot take
+    /// it (closed, or its handshake not answered yet).
+    pub(crate) fn send_one(&self, cmd: &Cmd, timeout: Duration) -> Option<oneshot::Receiver<RedisResult<Value>>> {
+        let (tx, rx) = oneshot::channel();
+        let waiter = Waiter { deadline: Instant::now() + timeout, reply: ReplyTo::One(tx) };
+        self.send(|out| cmd.write_packed_command(out), waiter).then_some(rx)
+    }
+
+    /// Queues a (non-transaction) pipeline answering `count` replies.
+    pub(crate) fn send_many(&self, pipeline: &Pipeline, count: usize, timeout: Duration) -> Option<oneshot::Receiver<RedisResult<Vec<Value>>>> {
+        let (tx, rx) = oneshot::channel();
+        let reply = ReplyTo::Many { want: count, got: Vec::with_capacity(count), reply: tx };
+        let waiter = Waiter { deadline: Instant::now() + timeout, reply };
+        self.send(|out| out.extend_from_slice(&pipeline.get_packed_pipeline()), waiter).then_some(rx)
+    }
+
+    fn notify(&self) {
+        let notify = self.shared.notify.lock().unwrap().clone();
+        if let Some(f) = notify {
+            f();
+        }
+    }
+}
+
+/// A reply that will not come (the link closed): a lost reply, as core sees it.
+pub(crate) fn lost(what: &str) -> redis::RedisError {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, what.to_string()).into()
+}
+
+impl State {
+    fn close(&mut self, reason: &str, done: &mut Vec<Done>) {
+        if self.closed.is_none() {
+            tracing::debug!(reason, "the host's connection closed; calls use the client's own connection");
+            self.closed = Some(reason.to_string());
+        }
+        self.out.clear();
+        self.input.clear();
+        for waiter in self.waiting.drain(..) {
+            match waiter.reply {
+                ReplyTo::Handshake => {}
+                ReplyTo::One(tx) => done.push(Done::One(tx, Err(lost(reason)))),
+                ReplyTo::Many { reply, .. } => done.push(Done::Many(reply, Err(lost(reason)))),
+            }
+        }
+    }
+
+    /// Hands every complete reply in `input` to its waiter; a reason to close on a
+    /// protocol error.
+    fn take_replies(&mut self, done: &mut Vec<Done>) -> Option<String> {
+        let mut at = 0;
+        let failure = loop {
+            let len = match frame_len(&self.input[at..]) {
+                Ok(Some(len)) => len,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            let value = match redis::parse_redis_value(&self.input[at..at + len]) {
+                Ok(value) => value,
+                Err(e) => break Some(format!("unreadable reply ({:?})", e.kind())),
+            };
+            at += len;
+            let Some(waiter) = self.waiting.pop_front() else { break Some("a reply nobody asked for".to_string()) };
+            match waiter.reply {
+                ReplyTo::Handshake => {
+                    if let Value::ServerError(e) = &value {
+                        break Some(format!("its handshake was refused ({})", e.code()));
+                    }
+                    self.handshake -= 1;
+                }
+                ReplyTo::One(tx) => done.push(Done::One(tx, Ok(value))),
+                ReplyTo::Many { want, mut got, reply } => {
+                    got.push(value);
+                    if got.len() == want {
+                        done.push(Done::Many(reply, Ok(got)));
+                    } else {
+                        let deadline = waiter.deadline;
+                        self.waiting.push_front(Waiter { deadline, reply: ReplyTo::Many { want, got, reply } });
+                    }
+                }
+            }
+        };
+        self.input.drain(..at);
+        failure
+    }
+}
+
+/// The length of the RESP2 reply at the start of `buf`; `None` while incomplete.
+fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    let mut at = 0;
+    // Elements still to read, innermost array last.
+    let mut pending = vec![1usize];
+    while let Some(left) = pending.last_mut() {
+        if *left == 0 {
+            pending.pop();
+            continue;
+        }
+        *left -= 1;
+        let Some(end) = buf[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+        let line = &buf[at..at + end];
+        at += end + 2;
+        let Some((&kind, rest)) = line.split_first() else { return Err("an empty reply line".into()) };
+        let number = || -> Result<i64, String> {
+            std::str::from_utf8(rest).ok().and_then(|s| s.parse().ok()).ok_or_else(|| "a malformed length".to_string())
+        };
+        match kind {
+            b'+' | b'-' | b':' => {}
+            b'$' => {
+                let n = number()?;
+                if n >= 0 {
+                    at += n as usize + 2;
+                    if at > buf.len() {
+                        return Ok(None);
+                    }
+                }
+            }
+            b'*' => {
+                let n = number()?;
+                if n > 0 {
+                    pending.push(n as usize);
+                }
+            }
+            other => return Err(format!("an unexpected reply type {:?}", other as char)),
+        }
+    }
+    Ok(Some(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_len;
+
+    #[test]
+    fn frames_replies_and_waits_for_the_rest() {
+        assert_eq!(frame_len(b":1\r\n:2\r\n"), Ok(Some(4)));
+        assert_eq!(frame_len(b"*3\r\n:1\r\n:1\r\n:0\r\n"), Ok(Some(16)));
+        assert_eq!(frame_len(b"*2\r\n$3\r\nabc\r\n*1\r\n$-1\r\n+x"), Ok(Some(22)));
+        assert_eq!(frame_len(b"*0\r\n"), Ok(Some(4)));
+        assert_eq!(frame_len(b"-NOSCRIPT No matching script\r\n"), Ok(Some(30)));
+        for cut in [0, 1, 3, 5, 10, 15] {
+            assert_eq!(frame_len(&b"*3\r\n:1\r\n:1\r\n:0\r\n"[..cut]), Ok(None), "cut at {cut}");
+        }
+        assert_eq!(frame_len(b"$5\r\nabc"), Ok(None));
+        assert!(frame_len(b"?x\r\n").is_err());
+        assert!(frame_len(b"$x\r\n").is_err());
+    }
+}
