@@ -29,6 +29,28 @@ export declare class NativeClient {
    * `ERR_CLIENT_CLOSED`) and closes its connections. Idempotent.
    */
   close(): Promise<undefined>
+  /**
+   * Opens a host connection (a new one replaces the last): calls made on this JS
+   * thread then send on the socket lib/host.js opens at the address returned.
+   * `wake()` is called when output waits (or the link closed): take it with
+   * `hostTakeOutput`. `null` when this client cannot have one (TLS, Sentinel,
+   * Cluster): its calls use core's connection.
+   */
+  hostConnect(wake: () => void): HostAddress | null
+  /**
+   * The bytes the host connection's socket should write now (empty if none);
+   * `null` once the connection must close (a reply is overdue).
+   */
+  hostTakeOutput(): Buffer | null
+  /** What the host connection's socket read. */
+  hostFeed(data: Buffer): void
+  /**
+   * Fails the host connection if a reply is overdue (`hostTakeOutput` then says
+   * to close the socket).
+   */
+  hostCheck(): void
+  /** The host connection's socket closed (or failed). */
+  hostClosed(reason: string): void
   get closed(): boolean
   /** Lock channels the client's pub/sub connection is subscribed to now. */
   subscribedChannels(): number
@@ -202,6 +224,15 @@ export interface HoldInfo {
   token?: bigint
   /** Sequence number of the hold this acquisition belongs to (re-entries share it). */
   seq: number
+}
+
+/** Where lib/host.js connects, and the handshake to write first. */
+export interface HostAddress {
+  host?: string
+  port?: number
+  /** A Unix socket's path (instead of host and port). */
+  path?: string
+  handshake: Buffer
 }
 
 /** The lock as the server sees it at one moment. */

@@ -9,6 +9,7 @@ const { InvalidArgumentError, ArgumentTypeError, call, callSync } = require('./e
 const { optionKeys, optionsObject, typeOf, ms, fraction, bool, string } = require('./options');
 const { Lock, HeldLocks, lostEvent } = require('./lock');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch, ReadWriteLock, kCreate } = require('./family');
+const { HostConnection } = require('./host');
 
 const CONNECT_KEYS = [
   'watchdogTimeoutMs',
@@ -39,6 +40,7 @@ class Client {
   #locks = new Map(); // native lock id -> WeakRef<Lock>, for 'lost' events
   #registry = new FinalizationRegistry((id) => this.#locks.delete(id));
   #held = new HeldLocks(); // the locks that hold: kept reachable until their hold ends
+  #host; // the socket calls made on this thread send on (lib/host.js)
   // What a lock of this client (and a multi-lock over it) needs of the client.
   #home = {
     held: this.#held,
@@ -53,6 +55,7 @@ class Client {
       throw new InvalidArgumentError('use `await Client.connect(url, options)` to make a client');
     }
     this.#native = nativeClient;
+    this.#host = new HostConnection(nativeClient);
     nativeClient.setLostHandler((lockId, seq, message, reason) => {
       const lock = this.#locks.get(lockId)?.deref();
       if (lock) lock[lostEvent](seq, message, reason);
@@ -203,6 +206,7 @@ class Client {
     try {
       await call(() => this.#native.close());
     } finally {
+      this.#host.close();
       this.#held.clear();
     }
   }

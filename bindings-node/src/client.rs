@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrolock::{LockKind, LockOptions};
-use napi::bindgen_prelude::{Buffer, Either, FnArgs, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, FnArgs, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
 use crate::family::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
+use crate::host::{Host, HostAddress, WakeFn};
 use crate::lock::{next_lock_id, NativeLock};
 
 /// `(lock id, hold sequence number, message, reason)`: a hold of a lock handle was lost.
@@ -175,6 +176,7 @@ pub fn connect<'env>(
             }),
             client,
             hooked: AtomicBool::new(false),
+            host: Mutex::new(None),
         })
     })
 }
@@ -184,6 +186,8 @@ pub struct NativeClient {
     client: ferrolock::Client,
     shared: Arc<Shared>,
     hooked: AtomicBool,
+    /// The current host connection (lib/host.js owns its socket).
+    host: Mutex<Option<Arc<Host>>>,
 }
 
 impl NativeClient {
@@ -336,6 +340,60 @@ impl NativeClient {
             }
             Ok(())
         })
+    }
+
+    /// Opens a host connection (a new one replaces the last): calls made on this JS
+    /// thread then send on the socket lib/host.js opens at the address returned.
+    /// `wake()` is called when output waits (or the link closed): take it with
+    /// `hostTakeOutput`. `null` when this client cannot have one (TLS, Sentinel,
+    /// Cluster): its calls use core's connection.
+    #[napi]
+    pub fn host_connect(&self, env: Env, #[napi(ts_arg_type = "() => void")] wake: WakeFn<'_>) -> Result<Option<HostAddress>> {
+        caught(|| {
+            self.open()?;
+            let Some((host, address)) = Host::open(&env, &self.client, wake).js()? else { return Ok(None) };
+            *self.host.lock().unwrap() = Some(host);
+            Ok(Some(address))
+        })
+    }
+
+    /// The bytes the host connection's socket should write now (empty if none);
+    /// `null` once the connection must close (a reply is overdue).
+    #[napi]
+    pub fn host_take_output<'env>(&self, env: &'env Env) -> napi::Result<Option<BufferSlice<'env>>> {
+        let host = self.host.lock().unwrap().clone();
+        match host {
+            Some(host) => host.take_output(env),
+            None => Ok(None),
+        }
+    }
+
+    /// What the host connection's socket read.
+    #[napi]
+    pub fn host_feed(&self, env: Env, data: BufferSlice) {
+        let host = self.host.lock().unwrap().clone();
+        if let Some(host) = host {
+            host.feed(&env, &data);
+        }
+    }
+
+    /// Fails the host connection if a reply is overdue (`hostTakeOutput` then says
+    /// to close the socket).
+    #[napi]
+    pub fn host_check(&self, env: Env) {
+        let host = self.host.lock().unwrap().clone();
+        if let Some(host) = host {
+            host.check(&env);
+        }
+    }
+
+    /// The host connection's socket closed (or failed).
+    #[napi]
+    pub fn host_closed(&self, env: Env, reason: String) {
+        let host = self.host.lock().unwrap().take();
+        if let Some(host) = host {
+            host.closed(&env, &reason);
+        }
     }
 
     #[napi(getter)]

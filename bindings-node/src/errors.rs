@@ -11,14 +11,10 @@
 //! where the promise settles, and rejects with that very object.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use ferrolock::ErrorKind;
-use futures_util::FutureExt;
-use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
-use napi::Env;
 
 /// A failure bound for JS: status = the error code (`err.code`), reason = the message.
 pub type Coded = napi::Error<&'static str>;
@@ -78,23 +74,15 @@ pub fn caught<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| Err(bug(&panic)))
 }
 
-/// Runs `fut` on the addon's runtime; the promise resolves with its value or
-/// rejects with its failure as a coded JS error (a panic: `ERR_INTERNAL`).
-/// `fut` owns what it uses: nothing keeps the JS receiver alive meanwhile.
-pub fn promise<'env, T, F>(env: &'env Env, fut: F) -> napi::Result<PromiseRaw<'env, T>>
-where
-    T: ToNapiValue + Send + 'static,
-    F: Future<Output = Result<T>> + Send + 'static,
-{
-    let settled = async move { Ok(AssertUnwindSafe(fut).catch_unwind().await.unwrap_or_else(|panic| Err(bug(&panic)))) };
-    env.spawn_future_with_callback(settled, |env, result: Result<T>| {
-        // On the JS thread: napi makes the error (with `code`) and the promise rejects
-        // with that very object.
-        result.map_err(|e| napi::Error::from_unknown_without_coercion(napi::JsError::from(e).into_unknown(*env)))
-    })
+/// Calls run on the JS thread (executor.rs).
+pub use crate::executor::promise;
+
+/// A failure of the addon itself (not expected): `ERR_INTERNAL`.
+pub fn internal(message: impl ToString) -> Coded {
+    coded(ErrorKind::Internal, message)
 }
 
-fn bug(panic: &Box<dyn Any + Send>) -> Coded {
+pub fn bug(panic: &Box<dyn Any + Send>) -> Coded {
     let message = if let Some(s) = panic.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -15,17 +15,20 @@
 mod cancel;
 mod client;
 mod errors;
+mod executor;
 mod family;
+mod host;
 mod lock;
 mod log;
 
-/// One worker thread for the addon's runtime: every call already hops JS thread ->
-/// runtime -> JS thread, and on small machines a second worker mostly adds wake-ups
-/// between the two workers (measured: most of the addon's CPU went to parking).
+/// One worker thread for core's background work (renewals, the subscriber, resolvers):
+/// calls themselves run on the JS thread (executor.rs), and on small machines a
+/// second worker mostly adds wake-ups between the two workers.
 #[napi_derive::module_init]
 fn init() {
     log::init_from_env();
     if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+        executor::set_runtime(rt.handle().clone());
         napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }

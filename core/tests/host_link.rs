@@ -72,7 +72,7 @@ impl Host {
         let give_up = Instant::now() + Duration::from_secs(20);
         loop {
             assert!(Instant::now() < give_up, "the call did not finish");
-            if let Poll::Ready(out) = call.as_mut().poll(&mut Context::from_waker(&waker)) {
+            if let Poll::Ready(out) = HostLink::polling(|| call.as_mut().poll(&mut Context::from_waker(&waker))) {
                 return out;
             }
             let out = self.link.take_output();
@@ -149,25 +149,43 @@ async fn calls_polled_elsewhere_keep_the_clients_connection_and_a_closed_link_is
     let runtime = tokio::runtime::Handle::current();
     // The host opens its link (answered handshake: it takes requests), and then
     // neither polls nor reads: a call that went over it would never finish.
-    let (opened, release_host) = (tokio::sync::oneshot::channel::<HostLink>(), std::sync::mpsc::channel::<()>());
-    let (opened_tx, opened_rx) = opened;
-    let (stop_tx, stop_rx) = release_host;
+    type Job = Box<dyn FnOnce() + Send>;
+    let (opened_tx, opened_rx) = tokio::sync::oneshot::channel::<HostLink>();
+    let (call_on_host, jobs) = std::sync::mpsc::channel::<Job>();
     let host_thread = {
         let client = client.clone();
         std::thread::spawn(move || {
             let mut host = Host::open(&client, runtime);
             host.handshake();
             opened_tx.send(host.link.clone()).ok().unwrap();
-            stop_rx.recv().unwrap();
+            // Runs what it is asked to, outside its polling; ends when the channel closes.
+            for job in jobs {
+                job();
+            }
+            drop(host);
         })
     };
     let link = opened_rx.await.unwrap();
     let lock = client.lock("host:elsewhere").unwrap();
     let guard = tokio::time::timeout(Duration::from_secs(5), lock.acquire()).await.expect("not sent on the idle link").unwrap();
     guard.release().await.unwrap();
+    // On the host's thread too, a call polled outside the host's polling keeps the
+    // client's connection (e.g. a blocking shutdown while the host exits).
+    let on_host_thread = {
+        let lock = lock.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        call_on_host.send(Box::new(move || {
+            let held = runtime.block_on(lock.acquire_hold(AcquireOptions::default())).unwrap().unwrap();
+            let _ = tx.send(held.hold_count());
+        })).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), rx).await.expect("not sent on the idle link").unwrap()
+    };
+    assert_eq!(on_host_thread, 1);
+    assert_eq!(lock.release().await.unwrap(), Released::Unlocked);
     assert_eq!(link.in_flight(), 0, "nothing was sent on the host's link");
     assert!(link.closed().is_none());
-    stop_tx.send(()).unwrap();
+    drop(call_on_host);
     host_thread.join().unwrap();
     client.shutdown().await.unwrap();
 }

@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
 use tokio::sync::oneshot;
 
+thread_local! {
+    static POLLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Where the host connects its socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostAddress {
@@ -196,9 +200,24 @@ impl HostLink {
         true
     }
 
-    /// True when a call on this thread may send on the link now.
+    /// Runs `poll` as the host's event loop polling calls: only calls polled inside
+    /// it use the link. (Other code on the host's thread, such as a blocking shutdown
+    /// when the host exits, must not send where nobody will write or read.)
+    pub fn polling<R>(poll: impl FnOnce() -> R) -> R {
+        struct Reset(bool);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                POLLING.set(self.0);
+            }
+        }
+        let _reset = Reset(POLLING.replace(true));
+        poll()
+    }
+
+    /// True when a call polled here may send on the link: on the host's thread,
+    /// inside [`HostLink::polling`].
     pub(crate) fn usable_here(&self) -> bool {
-        std::thread::current().id() == self.shared.thread
+        POLLING.get() && std::thread::current().id() == self.shared.thread
     }
 
     fn send(&self, pack: impl FnOnce(&mut Vec<u8>), waiter: Waiter) -> bool {
