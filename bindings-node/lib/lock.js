@@ -60,6 +60,38 @@ class HeldLocks {
   }
 }
 
+/**
+ * One hold of a lock handle (re-entries share it): its sequence number and its
+ * AbortController, made when someone first asks for the signal (an AbortController
+ * per acquire was a good part of an uncontended acquire's cost).
+ */
+class HoldState {
+  constructor(seq) {
+    this.seq = seq;
+    this.error = null; // the LockLostError, once lost
+    this.controller = null;
+  }
+
+  get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.error !== null) this.controller.abort(this.error);
+    }
+    return this.controller.signal;
+  }
+
+  /** True if someone listens to the signal (asked before aborting it, which may remove listeners). */
+  get heard() {
+    const c = this.controller;
+    return c !== null && (c.signal.onabort !== null || getEventListeners(c.signal, 'abort').length > 0);
+  }
+
+  abort(err) {
+    this.error = err;
+    this.controller?.abort(err);
+  }
+}
+
 /** One acquisition, returned by `lock.acquire()`. */
 class Hold {
   #lock;
@@ -83,12 +115,12 @@ class Hold {
 
   /** Aborted (with a LockLostError as reason) when this hold is lost. */
   get signal() {
-    return this.#state.controller.signal;
+    return this.#state.signal;
   }
 
   /** True once this hold was lost. */
   get lost() {
-    return this.#state.controller.signal.aborted;
+    return this.#state.error !== null;
   }
 
   /** True once `release()` (or dispose) ran for this hold. */
@@ -133,7 +165,7 @@ class Lock extends EventEmitter {
   #held; // the client's HeldLocks (a multi-lock: each of its members' clients')
   #home; // a single lock's client, as { held, adopt(lock, id) }; null for a multi-lock
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
-  #state; // { seq, controller } of the current (or latest, or next) hold
+  #state; // the HoldState of the current (or latest, or next) hold
   #early = null; // { seq, message, reason }: a loss told before the acquire that made that hold returned
 
   /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
@@ -146,7 +178,7 @@ class Lock extends EventEmitter {
     this.#held = held;
     this.#home = home;
     this.#members = Object.freeze([...members]);
-    this.#state = { seq: null, controller: new AbortController() };
+    this.#state = new HoldState(null);
   }
 
   /**
@@ -245,13 +277,13 @@ class Lock extends EventEmitter {
 
   /** Aborted when the current hold is lost. Before the first acquire: the next hold's signal. */
   get signal() {
-    return this.#state.controller.signal;
+    return this.#state.signal;
   }
 
   #hold(info) {
     if (info.seq !== this.#state.seq) {
       // A new hold: its own signal (the unused initial one, or a fresh one).
-      if (this.#state.seq !== null) this.#state = { seq: info.seq, controller: new AbortController() };
+      if (this.#state.seq !== null) this.#state = new HoldState(info.seq);
       else this.#state.seq = info.seq;
     }
     const hold = new Hold(this, info, this.#state);
@@ -276,12 +308,12 @@ class Lock extends EventEmitter {
     // Format the stack now: until then V8 keeps the frames' receivers (this lock),
     // and a kept error (a signal's reason) would keep a lost lock object alive.
     void err.stack;
-    const { signal } = this.#state.controller;
-    if (signal.aborted) return;
+    const state = this.#state;
+    if (state.error !== null) return;
     // Whether anyone will hear of it, asked before the abort runs (and maybe removes)
     // the signal's listeners.
-    const heard = this.listenerCount('lost') > 0 || signal.onabort !== null || getEventListeners(signal, 'abort').length > 0;
-    this.#state.controller.abort(err);
+    const heard = this.listenerCount('lost') > 0 || state.heard;
+    state.abort(err);
     this.emit('lost', err);
     if (!heard) {
       // A loss nobody hears of would go unnoticed while the critical section goes on.
@@ -343,7 +375,9 @@ class Lock extends EventEmitter {
   /** Releases one level. Rejects with ERR_NOT_OWNER if this handle does not hold it. */
   async release() {
     try {
-      await call(() => this.#native.release());
+      await this.#native.release();
+    } catch (e) {
+      throw convert(e);
     } finally {
       this.#held.update(this);
     }
