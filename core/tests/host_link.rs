@@ -139,6 +139,22 @@ async fn calls_polled_on_the_host_thread_send_on_its_link_with_auth_and_db() {
     assert!(!others_commands(&mut raw, &client, port).await.iter().any(|c| c == "evalsha"));
     let count: Option<i64> = redis::cmd("HGET").arg("host:a").arg(lock.owner()).query_async(&mut raw).await.unwrap();
     assert_eq!(count, Some(1));
+    // A server that forgot the scripts answers NOSCRIPT on the link: loaded there, sent again.
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    let (host, released) = {
+        let lock = lock.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut host = host;
+            let released = host.run(lock.release()).unwrap();
+            (host, released)
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(released, Released::Unlocked);
+    assert!(connection_from(&mut raw, port).await.contains(" cmd=evalsha "), "the release went over the link too");
+    assert_eq!(redis::cmd("EXISTS").arg("host:a").query_async::<i64>(&mut raw).await.unwrap(), 0);
+    host.link.close("test over");
     client.shutdown().await.unwrap();
 }
 
