@@ -38,10 +38,22 @@ export declare class NativeClient {
    */
   hostConnect(wake: () => void): HostAddress | null
   /**
-   * The bytes the host connection's socket should write now (empty if none);
-   * `null` once the connection must close (a reply is overdue).
+   * The end-of-tick flush of the host connection (after `wake()`): writes what
+   * gathered straight to the socket when it can. Answers 0 (done), 1 (JS must
+   * write `hostLeft()`), or 2 (the connection must close: a reply is overdue).
    */
-  hostTakeOutput(): Buffer | null
+  hostFlush(): number
+  /**
+   * The bytes JS must write on the host connection's socket (after `hostFlush`
+   * answered 1), in order.
+   */
+  hostLeft(): Buffer
+  /**
+   * Nothing JS wrote on the host connection's socket is still queued; `fd` is its
+   * descriptor (`socket._handle.fd`, -1 when there is none): the addon may write
+   * there itself until it hands JS bytes again.
+   */
+  hostDirect(fd: number): void
   /** What the host connection's socket read. */
   hostFeed(data: Buffer): void
   /**
@@ -98,7 +110,7 @@ export declare class NativeLock {
    * Acquires, waiting at most `waitMs` (unbounded when absent); `null` when not
    * acquired in time. `cancelId` (from `newCancel`) lets the caller abort the wait.
    */
-  acquire(waitMs?: number | undefined | null, leaseMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<HoldInfo | undefined | null>
+  acquire(waitMs?: number | undefined | null, leaseMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<number | HoldInfo | undefined | null>
   /** Releases one level; resolves with the levels left (0 = unlocked). */
   release(): Promise<number>
   /** Releases every level at once. */
@@ -216,7 +228,10 @@ export interface HolderStatus {
   info?: string
 }
 
-/** What one successful acquire returns. */
+/**
+ * What one successful acquire returns (as an object: a fenced lock's, or when the
+ * count or seq do not fit the compact number).
+ */
 export interface HoldInfo {
   /** Hold count right after this acquisition (1 = a new hold). */
   count: number

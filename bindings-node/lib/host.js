@@ -9,6 +9,9 @@
 
 const net = require('node:net');
 
+// What the addon's hostFlush() answers (src/host.rs).
+const JS_WRITES = 1;
+const CLOSE = 2;
 const FIRST_RETRY_MS = 100;
 // How often overdue replies are looked for (core's response timeout decides what is overdue).
 const CHECK_MS = 100;
@@ -35,12 +38,18 @@ class HostConnection {
     this.#timer = null;
     if (this.#closed || this.#native.closed) return;
     let socket = null;
-    // Every request of one tick goes out in one write (and the server reads them in one go).
+    // The addon writes requests straight to the socket's file descriptor: at once
+    // when the server is idle, else at the end of the tick, gathered (src/host.rs),
+    // while nothing JS wrote is queued there; otherwise JS writes what it is handed,
+    // and says when its queue is empty again.
+    const drained = () => {
+      if (socket === this.#socket && socket.writableLength === 0) this.#native.hostDirect(socket._handle?.fd ?? -1);
+    };
     const flush = () => {
       if (socket !== this.#socket) return;
-      const out = this.#native.hostTakeOutput();
-      if (out === null) socket.destroy(); // a reply is overdue: everything behind it would wait
-      else if (out.length > 0) socket.write(out);
+      const status = this.#native.hostFlush();
+      if (status === JS_WRITES) socket.write(this.#native.hostLeft(), drained);
+      else if (status === CLOSE) socket.destroy(); // a reply is overdue: everything behind it would wait
     };
     const wake = () => process.nextTick(flush);
     const address = this.#native.hostConnect(wake);
@@ -63,7 +72,7 @@ class HostConnection {
       this.#timer.unref();
       this.#retryMs = Math.min(LAST_RETRY_MS, this.#retryMs * 2);
     });
-    socket.write(address.handshake);
+    socket.write(address.handshake, drained);
   }
 
   /** After the client's close: no new socket, and the current one goes. */

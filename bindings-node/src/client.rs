@@ -357,14 +357,34 @@ impl NativeClient {
         })
     }
 
-    /// The bytes the host connection's socket should write now (empty if none);
-    /// `null` once the connection must close (a reply is overdue).
+    /// The end-of-tick flush of the host connection (after `wake()`): writes what
+    /// gathered straight to the socket when it can. Answers 0 (done), 1 (JS must
+    /// write `hostLeft()`), or 2 (the connection must close: a reply is overdue).
     #[napi]
-    pub fn host_take_output<'env>(&self, env: &'env Env) -> napi::Result<Option<BufferSlice<'env>>> {
+    pub fn host_flush(&self) -> u32 {
+        let host = self.host.lock().unwrap().clone();
+        host.map_or(crate::host::CLOSE, |host| host.flush())
+    }
+
+    /// The bytes JS must write on the host connection's socket (after `hostFlush`
+    /// answered 1), in order.
+    #[napi]
+    pub fn host_left<'env>(&self, env: &'env Env) -> napi::Result<BufferSlice<'env>> {
         let host = self.host.lock().unwrap().clone();
         match host {
-            Some(host) => host.take_output(env),
-            None => Ok(None),
+            Some(host) => host.left(env),
+            None => BufferSlice::copy_from(env, []),
+        }
+    }
+
+    /// Nothing JS wrote on the host connection's socket is still queued; `fd` is its
+    /// descriptor (`socket._handle.fd`, -1 when there is none): the addon may write
+    /// there itself until it hands JS bytes again.
+    #[napi]
+    pub fn host_direct(&self, fd: i32) {
+        let host = self.host.lock().unwrap().clone();
+        if let Some(host) = host {
+            host.direct(fd);
         }
     }
 

@@ -4,13 +4,18 @@
 //! what it reads comes back through `NativeClient.hostFeed`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use napi::bindgen_prelude::{Buffer, BufferSlice, Function, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::executor::{self, Executor};
+
+/// What `hostFlush` answers.
+pub const FLUSHED: u32 = 0;
+pub const JS_WRITES: u32 = 1;
+pub const CLOSE: u32 = 2;
 
 /// Where lib/host.js connects, and the handshake to write first.
 #[napi(object)]
@@ -29,8 +34,24 @@ pub type WakeFn<'a> = Function<'a, (), ()>;
 pub(crate) struct Host {
     pub link: ferrolock::HostLink,
     wake: FunctionRef<(), ()>,
-    /// JS was told already, and has not taken the output since.
+    /// JS was asked for an end-of-tick flush and has not made it yet.
     scheduled: AtomicBool,
+    io: Mutex<Io>,
+}
+
+/// How output reaches the socket: written by the addon straight to its file
+/// descriptor while lib/host.js has nothing queued on it (no JS call, no Buffer, no
+/// stream machinery: a good part of a call's cost), else handed to JS's
+/// `socket.write` until JS says its queue drained.
+struct Io {
+    /// Our own duplicate of the socket's descriptor: libuv closing its descriptor
+    /// (whose number may then be reused by another socket) never leaves us writing
+    /// to someone else's. Closed when the socket closes.
+    fd: Option<i32>,
+    /// Bytes were handed to JS and it has not said they are out.
+    js_queued: bool,
+    /// Output for JS to write (at the end of the tick), in order before any later output.
+    left: Vec<u8>,
 }
 
 impl Host {
@@ -45,7 +66,8 @@ impl Host {
             ferrolock::HostAddress::Tcp { host, port } => (Some(host.clone()), Some(u32::from(*port)), None),
             ferrolock::HostAddress::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
         };
-        let state = Arc::new(Host { link, wake: wake.create_ref()?, scheduled: AtomicBool::new(false) });
+        let io = Mutex::new(Io { fd: None, js_queued: true, left: Vec::new() }); // the handshake goes through JS
+        let state = Arc::new(Host { link, wake: wake.create_ref()?, scheduled: AtomicBool::new(false), io });
         let executor = Executor::here(env)?;
         let weak = Arc::downgrade(&state);
         state.link.on_event(move || schedule_flush(&executor, &weak));
@@ -59,6 +81,7 @@ impl Host {
 
     /// The socket closed: its calls fail as lost replies (core settles them).
     pub fn closed(&self, env: &Env, reason: &str) {
+        self.io.lock().unwrap().forget_fd();
         executor::drive(env, || self.link.close(reason));
     }
 
@@ -69,15 +92,58 @@ impl Host {
         });
     }
 
-    /// What to write now: the output gathered since the last call (empty if none),
-    /// or `None` once core closed the link (the socket must go: a reply is overdue
-    /// and everything behind it would wait).
-    pub fn take_output<'env>(&self, env: &'env Env) -> napi::Result<Option<BufferSlice<'env>>> {
+    /// JS's queue on the socket is empty and `fd` is the socket's descriptor (-1:
+    /// none, e.g. on Windows): output may go straight to it.
+    pub fn direct(&self, fd: i32) {
+        let mut io = self.io.lock().unwrap();
+        if io.fd.is_none() && self.link.closed().is_none() {
+            io.fd = dup_fd(fd);
+        }
+        io.js_queued = false;
+    }
+
+    /// The end-of-tick flush: writes what gathered straight to the socket when it
+    /// can. Answers `FLUSHED`, `JS_WRITES` (take the bytes with [`Host::left`]) or
+    /// `CLOSE` once core closed the link (the socket must go: a reply is overdue and
+    /// everything behind it would wait).
+    pub fn flush(&self) -> u32 {
         self.scheduled.store(false, Ordering::Release);
         if self.link.closed().is_some() {
-            return Ok(None);
+            self.io.lock().unwrap().forget_fd();
+            return CLOSE;
         }
-        Ok(Some(BufferSlice::copy_from(env, self.link.take_output())?))
+        if self.write(self.link.take_output()) {
+            FLUSHED
+        } else {
+            JS_WRITES
+        }
+    }
+
+    /// What JS must write itself, in order; from now until JS says its queue drained,
+    /// every output goes through JS.
+    pub fn left<'env>(&self, env: &'env Env) -> napi::Result<BufferSlice<'env>> {
+        let left = {
+            let mut io = self.io.lock().unwrap();
+            io.js_queued = true;
+            std::mem::take(&mut io.left)
+        };
+        BufferSlice::copy_from(env, left)
+    }
+
+    /// Writes `out` straight to the socket if nothing is queued before it (in JS, or
+    /// left for it); what the socket does not take now is left for JS, in order.
+    /// True if all of it is out.
+    fn write(&self, out: Vec<u8>) -> bool {
+        if out.is_empty() {
+            return true;
+        }
+        let mut io = self.io.lock().unwrap();
+        let written = match io.fd {
+            Some(fd) if !io.js_queued && io.left.is_empty() => write_fd(fd, &out),
+            _ => 0,
+        };
+        io.left.extend_from_slice(&out[written..]);
+        io.left.is_empty()
     }
 
     fn wake(&self, env: &Env) -> napi::Result<()> {
@@ -85,20 +151,93 @@ impl Host {
     }
 }
 
-/// Output is waiting (or the link closed): tells lib/host.js once, which takes the
-/// output on the next tick, so that every request of a tick goes out in one write
-/// (eight workers' acquires: one call into JS, one write, one read by the server).
+impl Io {
+    fn forget_fd(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            close_fd(fd);
+        }
+    }
+}
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        self.forget_fd();
+    }
+}
+
+#[cfg(unix)]
+fn dup_fd(fd: i32) -> Option<i32> {
+    if fd < 0 {
+        return None;
+    }
+    let own = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    (own >= 0).then_some(own)
+}
+
+#[cfg(not(unix))]
+fn dup_fd(_fd: i32) -> Option<i32> {
+    None
+}
+
+#[cfg(unix)]
+fn close_fd(fd: i32) {
+    unsafe { libc::close(fd) };
+}
+
+#[cfg(not(unix))]
+fn close_fd(_fd: i32) {}
+
+/// Writes as much of `bytes` as the socket takes now (it is non-blocking); answers how much.
+#[cfg(unix)]
+fn write_fd(fd: i32, bytes: &[u8]) -> usize {
+    #[cfg(target_os = "linux")]
+    const FLAGS: i32 = libc::MSG_NOSIGNAL;
+    #[cfg(not(target_os = "linux"))]
+    const FLAGS: i32 = 0;
+    let mut done = 0;
+    while done < bytes.len() {
+        let rest = &bytes[done..];
+        let n = unsafe { libc::send(fd, rest.as_ptr().cast(), rest.len(), FLAGS) };
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            break; // full (EAGAIN) or failing: JS writes the rest, and sees any error
+        }
+    }
+    done
+}
+
+#[cfg(not(unix))]
+fn write_fd(_fd: i32, _bytes: &[u8]) -> usize {
+    0
+}
+
+/// Output is waiting (or the link closed). With nothing sent awaiting its reply
+/// (the server idle, as far as this connection goes), it goes out at once: a
+/// lone call (one handle in a loop) never waits for JS. Otherwise it gathers until
+/// the end of the tick and goes out in one write: eight workers' requests, woken
+/// by one read of eight replies, leave in two writes (the first at once, so that
+/// the server works while JS goes on), not eight, and the server reads them in two goes.
 fn schedule_flush(executor: &Executor, host: &Weak<Host>) {
     let Some(state) = host.upgrade() else { return };
-    if state.scheduled.swap(true, Ordering::AcqRel) {
-        return;
+    if state.scheduled.load(Ordering::Acquire) {
+        return; // the end-of-tick flush takes it
     }
     let host = host.clone();
     executor.after_run(Arc::new(move |env: &Env| {
-        if let Some(state) = host.upgrade() {
-            if let Err(e) = state.wake(env) {
-                tracing::debug!(error = %e, "could not tell JS that the host connection has output");
-            }
+        let Some(state) = host.upgrade() else { return };
+        if state.scheduled.load(Ordering::Acquire) {
+            return;
+        }
+        let idle = state.link.closed().is_none() && state.link.sent_in_flight() == 0;
+        if idle && state.write(state.link.take_output()) {
+            return;
+        }
+        state.scheduled.store(true, Ordering::Release);
+        if let Err(e) = state.wake(env) {
+            tracing::debug!(error = %e, "could not tell JS that the host connection has output");
         }
     }));
 }

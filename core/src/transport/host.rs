@@ -56,6 +56,8 @@ struct State {
     waiting: VecDeque<Waiter>,
     /// Handshake replies still to come before requests may use the link.
     handshake: usize,
+    /// Requests whose bytes are still in `out` (not taken by the host yet).
+    unsent: usize,
     closed: Option<String>,
 }
 
@@ -134,12 +136,21 @@ impl HostLink {
 
     /// The bytes to write to the socket, in order (empty when none).
     pub fn take_output(&self) -> Vec<u8> {
-        std::mem::take(&mut self.shared.state.lock().unwrap().out)
+        let mut st = self.shared.state.lock().unwrap();
+        st.unsent = 0;
+        std::mem::take(&mut st.out)
     }
 
     /// Requests written or waiting whose replies have not come yet.
     pub fn in_flight(&self) -> usize {
         self.shared.state.lock().unwrap().waiting.len()
+    }
+
+    /// Requests the host took (wrote) whose replies have not come yet: 0 means the
+    /// server is idle as far as this link goes, so new output is best written at once.
+    pub fn sent_in_flight(&self) -> usize {
+        let st = self.shared.state.lock().unwrap();
+        st.waiting.len() - st.unsent
     }
 
     /// Why the link is closed, once it is.
@@ -229,6 +240,7 @@ impl HostLink {
             let was_empty = st.out.is_empty();
             pack(&mut st.out);
             st.waiting.push_back(waiter);
+            st.unsent += 1;
             was_empty
         };
         if was_empty {
@@ -273,6 +285,7 @@ impl State {
             self.closed = Some(reason.to_string());
         }
         self.out.clear();
+        self.unsent = 0;
         self.input.clear();
         for waiter in self.waiting.drain(..) {
             match waiter.reply {
