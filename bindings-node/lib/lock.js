@@ -15,6 +15,7 @@ const { optionKeys, optionsObject, typeOf, ms, bool, checkSignal } = require('./
 const { abortError, watchSignal, unwatchSignal } = require('./abort');
 
 const kNative = Symbol('native');
+const COUNT_SPAN = 2 ** 21;
 const lostEvent = Symbol('lostEvent');
 
 const ACQUIRE = optionKeys('acquire', ['waitMs', 'leaseMs', 'signal']);
@@ -329,7 +330,9 @@ class Lock extends EventEmitter {
     const cancelId = signal ? watchSignal(signal) : undefined;
     try {
       const info = await this.#native.acquire(waitMs, leaseMs, cancelId);
-      return info ? this.#hold(info) : null;
+      if (info === null || info === undefined) return null;
+      // Without a token the addon answers one number, seq * 2^21 + count (src/lock.rs).
+      return this.#hold(typeof info === 'number' ? { seq: Math.floor(info / COUNT_SPAN), count: info % COUNT_SPAN, token: null } : info);
     } catch (e) {
       const err = convert(e);
       if (err.code === 'ERR_CANCELLED' && signal && signal.aborted) throw abortError(signal);
