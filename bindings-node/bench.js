@@ -75,15 +75,22 @@ async function serverCpu(redis) {
 // Total cycles/s of CONCURRENT async workers, each with its own lock name, on one client,
 // with the CPU time it took on each side: this process (all its threads) and redis-server.
 const CONCURRENT = 8;
-async function uncontendedConcurrent(impl, perWorker, statsRedis) {
+async function concurrentHandles(impl) {
   const handles = await Promise.all(
     Array.from({ length: CONCURRENT }, (_, i) => impl.handle(`bench:concurrent:${impl.name}:${i}`)));
-  const loop = async (h, n) => { for (let i = 0; i < n; i++) await h.release(await h.acquire()); };
-  await Promise.all(handles.map((h) => loop(h, 200)));
+  await Promise.all(handles.map((h) => cycleLoop(h, 200)));
+  return handles;
+}
+
+async function cycleLoop(h, n) {
+  for (let i = 0; i < n; i++) await h.release(await h.acquire());
+}
+
+async function uncontendedConcurrent(handles, perWorker, statsRedis) {
   const server0 = await serverCpu(statsRedis);
   const client0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(handles.map((h) => loop(h, perWorker)));
+  await Promise.all(handles.map((h) => cycleLoop(h, perWorker)));
   const ms = performance.now() - t0;
   const client = process.cpuUsage(client0);
   const server = (await serverCpu(statsRedis)) - server0;
@@ -266,13 +273,15 @@ async function main() {
     };
     out(`  ferrolock / node-redlock: ${single.redlock.toFixed(2)}x   ferrolock / redis-semaphore: ${single.semaphore.toFixed(2)}x`);
     out('');
-    const perWorker = Math.ceil(UNCONTENDED / 4 / ROUNDS);
+    const perWorker = Math.ceil(UNCONTENDED / 4);
     out(`Uncontended acquire+release, ${CONCURRENT} concurrent async workers on their own lock names, ${ROUNDS} rounds of ${perWorker} cycles each, taking turns:`);
     const conc = {};
-    for (const impl of impls) conc[impl.name] = { rounds: [], cycles: 0, clientUs: 0, serverUs: 0 };
+    for (const impl of impls) {
+      conc[impl.name] = { rounds: [], cycles: 0, clientUs: 0, serverUs: 0, handles: await concurrentHandles(impl) };
+    }
     for (let round = 0; round < ROUNDS; round++) {
       for (const impl of impls) {
-        const r = await uncontendedConcurrent(impl, perWorker, pingRedis);
+        const r = await uncontendedConcurrent(conc[impl.name].handles, perWorker, pingRedis);
         const c = conc[impl.name];
         c.rounds.push(r.perSec);
         c.cycles += r.cycles;
