@@ -285,6 +285,55 @@ async fn a_retried_release_gets_the_first_answer_and_publishes_once() {
 }
 
 #[tokio::test]
+async fn a_retried_partial_release_takes_one_level_only() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let client = client(&proxy.url(), 3000).await;
+    let lock = client.lock("latched-twice").unwrap();
+    let outer = lock.acquire().await.unwrap();
+    let inner = lock.acquire().await.unwrap();
+    // The first attempt takes a level and writes its latch; the retry finds one level
+    // left (which, alone, it would release entirely), meets the latch and answers
+    // "still held" without touching the hold.
+    proxy.cut_next_reply_to(b"redisson_unlock_latch");
+    assert_eq!(inner.release().await.unwrap(), Released::StillHeld(1));
+    assert_eq!(proxy.cuts.load(std::sync::atomic::Ordering::SeqCst), 1, "the reply was cut");
+    let count: i64 = raw.hget("latched-twice", lock.owner()).await.unwrap();
+    assert_eq!(count, 1, "one level released, not two");
+    assert_eq!(outer.release().await.unwrap(), Released::Unlocked);
+    client.shutdown().await.unwrap();
+}
+
+/// A copy of a release attempt that reaches Redis after its retry ran (say, a
+/// segment retransmitted on the old connection) must change nothing while the
+/// latch is there, even if the holder took the lock again since.
+#[tokio::test]
+async fn a_late_copy_of_a_release_meets_its_latch_and_changes_nothing() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let release = redis::Script::new(include_str!("../src/scripts/lock/release.lua"));
+    let (name, channel, latch, owner) = ("late", "redisson_lock__channel:{late}", "redisson_unlock_latch:{late}:req-1", "c:1");
+    let run = |raw: &mut redis::aio::MultiplexedConnection| {
+        let mut call = release.key(name);
+        call.key(channel).key(latch).arg(owner).arg(30_000).arg("publish").arg(5_000).arg("1");
+        let mut raw = raw.clone();
+        async move { call.invoke_async::<Option<i64>>(&mut raw).await.unwrap() }
+    };
+    let _: () = raw.hset(name, owner, 1).await.unwrap();
+    assert_eq!(run(&mut raw).await, Some(1), "released");
+    assert_eq!(raw.get::<_, Option<String>>(latch).await.unwrap().as_deref(), Some("1"));
+    // Taken again by the same owner; then the late copy of the same request arrives.
+    let _: () = raw.hset(name, owner, 1).await.unwrap();
+    assert_eq!(run(&mut raw).await, Some(1), "the first answer");
+    assert_eq!(raw.hget::<_, _, Option<i64>>(name, owner).await.unwrap(), Some(1), "the new hold is intact");
+    // Not the owner, and no latch: nil, and still no latch.
+    let _: () = raw.del(&[name, latch]).await.unwrap();
+    assert_eq!(run(&mut raw).await, None);
+    assert!(!raw.exists::<_, bool>(latch).await.unwrap());
+}
+
+#[tokio::test]
 async fn a_lost_acquire_reply_is_resolved_by_reading_the_hold() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port).await;

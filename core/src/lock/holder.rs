@@ -128,8 +128,7 @@ impl Holder {
         let left = detached(&self.ctx, &self.op, move |guard| async move {
             let _guard = guard;
             let mut conn = this.ctx.conn()?;
-            call.invocation()
-                .invoke_async::<i64>(&mut conn)
+            call.invoke::<i64>(&mut conn)
                 .await
                 .map_err(|e| crate::error::Error::from_redis(&e, &this.context("leaving the queue of")))
         })

@@ -34,13 +34,12 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
     let before = h.cell.state.lock().unwrap().count;
     let replicas = replicas_to_ack(&h, &conn).await;
     let call = wire::acquire(&h, lease);
-    let invocation = call.invocation();
     for _ in 0..2 {
         let sent_at = Instant::now();
         let reply = match replicas {
-            None => invocation.invoke_async::<Vec<i64>>(&mut conn).await,
+            None => call.invoke::<AcquireReply>(&mut conn).await,
             Some(replicas) => match acquire_acked(&h, &conn, &call, replicas).await {
-                Ok((reply, 0)) if reply.first() == Some(&1) => {
+                Ok((reply, 0)) if reply.is_acquired() => {
                     // Taken, but no replica has it: a failover now would lose it. Undo it
                     // (holding the operation lock until done) and say why.
                     let runtime = h.ctx.runtime.clone();
@@ -58,7 +57,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             },
         };
         match reply {
-            Ok(reply) => return decode_acquire(&h, &reply, lease_ms, sent_at),
+            Ok(reply) => return decode_acquire(&h, reply, lease_ms, sent_at),
             // Refused: nothing was sent, so nothing to read back (a Redlock member that is down).
             Err(e) if e.is_connection_refusal() => return Err(Error::from_redis(&e, &h.context("acquiring"))),
             Err(e) if Error::is_ambiguous(&e) => {
@@ -102,7 +101,7 @@ async fn replicas_to_ack(h: &Holder, conn: &Conn) -> Option<u32> {
 /// The acquire script and `WAIT <replicas> <timeout>` in one pipeline: WAIT counts
 /// only the writes of its own connection. Answers the script's reply and the number
 /// of replicas that acknowledged.
-async fn acquire_acked(h: &Holder, conn: &Conn, call: &wire::Call, replicas: u32) -> redis::RedisResult<(Vec<i64>, i64)> {
+async fn acquire_acked(h: &Holder, conn: &Conn, call: &wire::Call, replicas: u32) -> redis::RedisResult<(AcquireReply, i64)> {
     let ack_timeout = h.ctx.config.replica_ack_timeout;
     let mut conn = conn.with_timeout(h.ctx.config.response_timeout + ack_timeout);
     let mut pipe = redis::pipe();
@@ -117,16 +116,45 @@ async fn acquire_acked(h: &Holder, conn: &Conn, call: &wire::Call, replicas: u32
     }
 }
 
-fn decode_acquire(h: &Arc<Holder>, reply: &[i64], lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
+/// What an acquire script answered: a bare hold count (acquired, no token: the
+/// cheapest reply for the server), `{1, count, token}` or `{0, pttl}`.
+#[derive(Debug)]
+pub(crate) enum AcquireReply {
+    Acquired { count: i64, token: i64 },
+    Busy { pttl: i64 },
+}
+
+impl AcquireReply {
+    fn is_acquired(&self) -> bool {
+        matches!(self, AcquireReply::Acquired { .. })
+    }
+}
+
+impl redis::FromRedisValue for AcquireReply {
+    fn from_redis_value(value: redis::Value) -> std::result::Result<Self, redis::ParsingError> {
+        use redis::Value::{Array, Int};
+        match &value {
+            Int(count) if *count > 0 => return Ok(AcquireReply::Acquired { count: *count, token: 0 }),
+            Array(parts) => match parts.as_slice() {
+                [Int(1), Int(count), Int(token)] => return Ok(AcquireReply::Acquired { count: *count, token: *token }),
+                [Int(0), Int(pttl)] => return Ok(AcquireReply::Busy { pttl: *pttl }),
+                _ => {}
+            },
+            _ => {}
+        }
+        Err(format!("unexpected acquire reply {value:?}").into())
+    }
+}
+
+fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
     match reply {
-        [1, count, token] => {
-            let token = h.is_fenced().then_some(*token as u64);
-            let hold = h.apply(Acquired::by_attempt(*count as u32, token, lease_ms, sent_at));
+        AcquireReply::Acquired { count, token } => {
+            let token = h.is_fenced().then_some(token as u64);
+            let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
             Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
         }
-        [0, pttl] if *pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((*pttl as u64).max(1))))),
-        [0, _] => Ok(Attempt::Busy(None)),
-        other => Err(Error::internal(format!("unexpected acquire reply {other:?}"))),
+        AcquireReply::Busy { pttl } if pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((pttl as u64).max(1))))),
+        AcquireReply::Busy { .. } => Ok(Attempt::Busy(None)),
     }
 }
 
@@ -346,11 +374,11 @@ async fn release_script(
         Levels::All => "all".to_string(),
         Levels::Some(n) => n.to_string(),
     };
-    let call = wire::release(h, &latch, lease_ms, &levels, handoff).invocation();
+    let call = wire::release(h, &latch, lease_ms, &levels, handoff);
     let started = Instant::now();
     let mut delay = Duration::from_millis(10);
     let reply = loop {
-        match call.invoke_async::<redis::Value>(&mut conn).await {
+        match call.invoke::<redis::Value>(&mut conn).await {
             Ok(reply) => break reply,
             Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
                 tracing::debug!(lock = %names.display, error = %e, "release reply lost; retrying with the same request id");

@@ -83,8 +83,7 @@ impl Lock {
         let holder = self.one()?;
         let mut conn = holder.ctx.conn()?;
         let unlocked: i64 = super::wire::force_unlock(holder)
-            .invocation()
-            .invoke_async(&mut conn)
+            .invoke(&mut conn)
             .await
             .map_err(|e| Error::from_redis(&e, &format!("force-unlocking lock \"{}\"", self.name())))?;
         Ok(unlocked == 1)

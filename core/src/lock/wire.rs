@@ -1,71 +1,84 @@
 //! What differs between lock kinds on the wire: the script each call runs, with
 //! which keys and arguments, and where waiters listen. Everything else of the
 //! protocol (replies, lost replies, hand-off, renewal rounds) is shared
-//! (reentrant.rs). Every acquire script answers `{1, count, token}` or `{0, pttl}`;
+//! (reentrant.rs). Every acquire script answers `{1, count, token}` or `{0, pttl}` (the
+//! RLock acquire: a bare count when it has no token, the cheapest reply for the server);
 //! every release script answers nil (not the owner), 0 (still held) or 1 (released).
 
-use redis::{Pipeline, Script, ScriptInvocation};
+use redis::{Cmd, FromRedisValue, Pipeline, RedisResult, Script};
 
 use super::handoff::Handoff;
 use super::holder::Holder;
 use super::LockKind;
 use crate::scripts;
 
-/// One script call, kept as data so that it can be sent alone or in a pipeline.
+/// One script call, kept as data so that it can be sent alone (again, on a retry) or
+/// in a pipeline. Written straight into one EVALSHA command: building keys and
+/// arguments as vectors and copying them into a `ScriptInvocation`, which copies
+/// them again into its command, cost an allocation per key and argument, twice.
 pub(crate) struct Call {
     script: &'static Script,
-    keys: Vec<Vec<u8>>,
-    args: Vec<Vec<u8>>,
+    cmd: Cmd,
 }
 
 impl Call {
-    fn new(script: &'static Script, keys: Vec<Vec<u8>>, args: Vec<Vec<u8>>) -> Call {
-        Call { script, keys, args }
+    /// `EVALSHA <sha> <keys>`: the caller appends exactly `keys` keys, then the arguments.
+    fn new(script: &'static Script, keys: usize) -> Call {
+        let mut cmd = Cmd::with_capacity(12, 256);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
+        Call { script, cmd }
+    }
+
+    fn arg(mut self, arg: impl redis::ToRedisArgs) -> Call {
+        self.cmd.arg(arg);
+        self
     }
 
     pub fn script(&self) -> &'static Script {
         self.script
     }
 
-    pub fn invocation(&self) -> ScriptInvocation<'static> {
-        let mut call = self.script.prepare_invoke();
-        for key in &self.keys {
-            call.key(key);
+    /// Runs it; after a NOSCRIPT (SCRIPT FLUSH, or a connection that could not load
+    /// the scripts) loads the script and runs it once more, like redis-rs's `invoke_async`.
+    pub async fn invoke<T: FromRedisValue>(&self, conn: &mut impl redis::aio::ConnectionLike) -> RedisResult<T> {
+        match self.cmd.query_async(conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.script.load_async(conn).await?;
+                self.cmd.query_async(conn).await
+            }
+            other => other,
         }
-        for arg in &self.args {
-            call.arg(arg);
-        }
-        call
     }
 
     /// The same call as an EVALSHA in `pipe` (e.g. before a WAIT on its connection).
     pub fn evalsha(&self, pipe: &mut Pipeline) {
-        pipe.cmd("EVALSHA").arg(self.script.get_hash()).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
+        pipe.add_command(self.cmd.clone());
     }
-}
-
-fn arg(value: impl ToString) -> Vec<u8> {
-    value.to_string().into_bytes()
 }
 
 /// The acquire of one level with `lease` ms.
 pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
     let n = &h.names;
-    let field = arg(&h.field);
+    let field = h.field.as_str();
     match h.kind {
-        LockKind::Reentrant => Call::new(&scripts::ACQUIRE, vec![n.name.clone()], vec![arg(lease), field]),
-        LockKind::Fenced => Call::new(&scripts::ACQUIRE, vec![n.name.clone(), n.token.clone()], vec![arg(lease), field]),
-        LockKind::Fair => Call::new(
-            &scripts::FAIR_ACQUIRE,
-            vec![n.name.clone(), n.queue.clone(), n.queue_timeouts.clone()],
-            vec![arg(lease), field, arg(h.fair_wait_ms)],
-        ),
-        LockKind::Read => Call::new(
-            &scripts::READ_ACQUIRE,
-            vec![n.name.clone(), n.read_timeouts(&h.owner)],
-            vec![arg(lease), field, arg(format!("{}:write", h.owner))],
-        ),
-        LockKind::Write => Call::new(&scripts::WRITE_ACQUIRE, vec![n.name.clone()], vec![arg(lease), field]),
+        LockKind::Reentrant => Call::new(&scripts::ACQUIRE, 1).arg(&n.name).arg(lease).arg(field),
+        LockKind::Fenced => Call::new(&scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).arg(lease).arg(field),
+        LockKind::Fair => Call::new(&scripts::FAIR_ACQUIRE, 3)
+            .arg(&n.name)
+            .arg(&n.queue)
+            .arg(&n.queue_timeouts)
+            .arg(lease)
+            .arg(field)
+            .arg(h.fair_wait_ms)
+            ,
+        LockKind::Read => Call::new(&scripts::READ_ACQUIRE, 2)
+            .arg(&n.name)
+            .arg(n.read_timeouts(&h.owner))
+            .arg(lease)
+            .arg(field)
+            .arg(format!("{}:write", h.owner))
+            ,
+        LockKind::Write => Call::new(&scripts::WRITE_ACQUIRE, 1).arg(&n.name).arg(lease).arg(field),
     }
 }
 
@@ -74,30 +87,39 @@ pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
 pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, handoff: Option<&Handoff>) -> Call {
     let n = &h.names;
     let ctx = &h.ctx;
-    let args = vec![
-        arg(&h.field),
-        arg(lease_ms),
-        arg(ctx.transport.publish_command()),
-        arg(ctx.config.retry_window.as_millis()),
-        arg(levels),
-    ];
-    let (script, mut keys): (&'static Script, Vec<Vec<u8>>) = match h.kind {
-        LockKind::Reentrant | LockKind::Fenced => (&scripts::RELEASE, vec![n.name.clone(), n.channel.clone()]),
-        LockKind::Fair => (&scripts::FAIR_RELEASE, vec![n.name.clone(), n.queue.clone(), n.queue_timeouts.clone(), n.channel.clone()]),
-        LockKind::Write => (&scripts::WRITE_RELEASE, vec![n.name.clone(), n.rw_channel.clone()]),
-        LockKind::Read => {
-            (&scripts::READ_RELEASE, vec![n.name.clone(), n.rw_channel.clone(), n.read_timeouts(&h.owner), n.tag()])
+    let handoff = handoff.filter(|_| h.kind.hands_off());
+    let successor = handoff.map(|handoff| (handoff.successor(), handoff.lease_ms));
+    let fenced_successor = successor.as_ref().is_some_and(|(s, _)| s.is_fenced());
+    let mut call = match h.kind {
+        LockKind::Reentrant | LockKind::Fenced => {
+            Call::new(&scripts::RELEASE, 3 + fenced_successor as usize).arg(&n.name).arg(&n.channel)
         }
+        LockKind::Fair => Call::new(&scripts::FAIR_RELEASE, 5)
+            .arg(&n.name)
+            .arg(&n.queue)
+            .arg(&n.queue_timeouts)
+            .arg(&n.channel)
+            ,
+        LockKind::Write => Call::new(&scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel),
+        LockKind::Read => Call::new(&scripts::READ_RELEASE, 5)
+            .arg(&n.name)
+            .arg(&n.rw_channel)
+            .arg(n.read_timeouts(&h.owner))
+            .arg(n.tag())
+            ,
     };
-    keys.push(latch.to_vec());
-    let mut call = Call::new(script, keys, args);
-    if let Some(handoff) = handoff.filter(|_| h.kind.hands_off()) {
-        let successor = handoff.successor();
-        if successor.is_fenced() {
-            call.keys.push(successor.names.token.clone());
-        }
-        call.args.push(arg(&successor.field));
-        call.args.push(arg(handoff.lease_ms));
+    call = call.arg(latch);
+    if let Some((successor, _)) = successor.as_ref().filter(|_| fenced_successor) {
+        call = call.arg(&successor.names.token);
+    }
+    call = call
+        .arg(h.field.as_str())
+        .arg(lease_ms)
+        .arg(ctx.transport.publish_command())
+        .arg(ctx.config.retry_window.as_millis() as u64)
+        .arg(levels);
+    if let Some((successor, lease_ms)) = successor {
+        call = call.arg(successor.field.as_str()).arg(lease_ms);
     }
     call
 }
@@ -106,22 +128,30 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, han
 pub(crate) fn leave_queue(h: &Holder) -> Option<Call> {
     let n = &h.names;
     (h.kind == LockKind::Fair).then(|| {
-        Call::new(
-            &scripts::FAIR_LEAVE,
-            vec![n.name.clone(), n.queue.clone(), n.queue_timeouts.clone(), n.channel.clone()],
-            vec![arg(&h.field), arg(h.fair_wait_ms), arg(h.ctx.transport.publish_command())],
-        )
+        Call::new(&scripts::FAIR_LEAVE, 4)
+            .arg(&n.name)
+            .arg(&n.queue)
+            .arg(&n.queue_timeouts)
+            .arg(&n.channel)
+            .arg(h.field.as_str())
+            .arg(h.fair_wait_ms)
+            .arg(h.ctx.transport.publish_command())
+            
     })
 }
 
 /// Deleting the lock whoever holds it, waking who waits for it.
 pub(crate) fn force_unlock(h: &Holder) -> Call {
     let n = &h.names;
-    let publish = arg(h.ctx.transport.publish_command());
+    let publish = h.ctx.transport.publish_command();
     match h.kind {
-        LockKind::Fair => Call::new(&scripts::FORCE_UNLOCK, vec![n.name.clone(), n.channel.clone(), n.queue.clone()], vec![publish, arg(0)]),
-        LockKind::Read | LockKind::Write => Call::new(&scripts::FORCE_UNLOCK, vec![n.name.clone(), n.rw_channel.clone()], vec![publish, arg(1)]),
-        LockKind::Reentrant | LockKind::Fenced => Call::new(&scripts::FORCE_UNLOCK, vec![n.name.clone(), n.channel.clone()], vec![publish, arg(0)]),
+        LockKind::Fair => Call::new(&scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg(0),
+        LockKind::Read | LockKind::Write => {
+            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg(1)
+        }
+        LockKind::Reentrant | LockKind::Fenced => {
+            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg(0)
+        }
     }
 }
 

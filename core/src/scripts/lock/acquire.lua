@@ -1,15 +1,21 @@
 -- Redisson RLock acquire (and RFencedLock when a token key is given).
 -- KEYS[1] lock hash, KEYS[2] (optional) fencing-token counter
 -- ARGV[1] lease in ms, ARGV[2] owner field "<client-id>:<holder-id>"
--- Reply: {1, hold count, token or 0} when acquired, {0, pttl} when held by another owner.
+-- Reply: the hold count when acquired without a token, {1, hold count, token} when
+-- acquired with one, {0, pttl} when held by another owner. (A bare number, and the
+-- string literal '1': a table reply, and a Lua number passed to redis.call, which
+-- Redis formats with %.17g, each cost the server about as much as a redis.call.)
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   -- The token first: if the counter is broken the script fails before it writes the hold.
   local token = 0
   if #KEYS > 1 then
     token = redis.call('incr', KEYS[2])
   end
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], '1')
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return {1, count, token}
+  if #KEYS > 1 then
+    return {1, count, token}
+  end
+  return count
 end
 return {0, redis.call('pttl', KEYS[1])}
