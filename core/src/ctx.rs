@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::renewal::{self, Registry};
+use crate::renewal::{self, Deadlines, Registry};
 use crate::reply_latch::ReplyLatches;
 use crate::transport::{Conn, Transport};
 use crate::waiting::hub::Hub;
@@ -31,6 +31,8 @@ pub(crate) struct Ctx {
     conn: RwLock<Option<Conn>>,
     pub hub: Hub,
     pub held: Registry,
+    /// The one timer that reports held holds lost at their local deadlines.
+    pub deadlines: Arc<Deadlines>,
     pub latches: ReplyLatches,
     pub shutdown: watch::Sender<bool>,
     next_holder: AtomicU64,
@@ -57,6 +59,7 @@ impl Ctx {
             conn: RwLock::new(Some(conn)),
             hub,
             held: Registry::default(),
+            deadlines: Arc::new(Deadlines::new()),
             latches,
             shutdown,
             next_holder: AtomicU64::new(1),
@@ -66,7 +69,8 @@ impl Ctx {
             idle: Notify::new(),
         });
         let watchdog = ctx.runtime.spawn(watchdog(Arc::downgrade(&ctx)));
-        ctx.tasks.lock().unwrap().push(watchdog);
+        let deadlines = ctx.runtime.spawn(deadline_timer(Arc::downgrade(&ctx), ctx.deadlines.clone()));
+        ctx.tasks.lock().unwrap().extend([watchdog, deadlines]);
         ctx
     }
 
@@ -227,5 +231,33 @@ async fn watchdog(ctx: Weak<Ctx>) {
                 tracing::warn!(failed = report.failed, "watchdog could not renew some locks before their deadline");
             }
         });
+    }
+}
+
+/// The deadline timer: sleeps until the earliest deadline armed (renewal.rs,
+/// [`Deadlines`]), then marks lost every hold whose deadline passed and re-arms. It
+/// holds no strong reference to the client while it sleeps.
+async fn deadline_timer(ctx: Weak<Ctx>, deadlines: Arc<Deadlines>) {
+    loop {
+        // A hold armed after this (earlier than what we sleep for) wakes us.
+        let armed = deadlines.wake.notified();
+        match deadlines.next() {
+            None => {
+                armed.await;
+                continue;
+            }
+            Some(at) if at > Instant::now() => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                    _ = armed => continue,
+                }
+            }
+            Some(_) => {}
+        }
+        let Some(ctx) = ctx.upgrade() else { return };
+        if ctx.is_shut_down() {
+            return;
+        }
+        renewal::expire_due(&ctx.held, &deadlines);
     }
 }

@@ -6,9 +6,11 @@
 //! response timeout, and is sent again (on a fresh connection) after a connection
 //! failure: on a slow link a hold is kept as long as a renewal gets through in time.
 //! A renewal that finds the owner field gone marks the hold lost; a hold that cannot
-//! be renewed is marked lost by its own deadline timer (hold/state.rs).
+//! be renewed is marked lost at its deadline by the client's one deadline timer
+//! ([`Deadlines`], driven by a task in ctx.rs).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +60,9 @@ pub(crate) trait Held: Send + Sync {
     fn end_renewal(&self, generation: u64);
     /// The local deadline of `generation`, while held.
     fn deadline_of(&self, generation: u64) -> Option<Instant>;
+    /// Marks the hold lost if its deadline is not after `now`; otherwise its deadline
+    /// (`None` when nothing is held).
+    fn expire_if_due(&self, now: Instant) -> Option<Instant>;
     /// Releases every level (client shutdown).
     fn release_all(self: Arc<Self>) -> BoxFuture<'static, ()>;
 }
@@ -87,6 +92,57 @@ impl Registry {
 
     pub fn clear(&self) {
         self.held.lock().unwrap().clear();
+    }
+}
+
+/// When the client's deadline timer looks at its holds next: the earliest deadline
+/// any hold armed since its last look. One timer per client, not a task per hold: a
+/// spawned timer task per hold (spawned, then aborted, on every lock and unlock) cost
+/// the uncontended cycle more than its bookkeeping. A hold arms it when it is taken
+/// or its deadline moves earlier; renewals move deadlines later, which the next look
+/// finds (it re-arms at the earliest deadline left).
+pub(crate) struct Deadlines {
+    base: Instant,
+    /// Nanoseconds after `base`; `u64::MAX`: nothing to look at.
+    armed: AtomicU64,
+    pub(crate) wake: tokio::sync::Notify,
+}
+
+impl Deadlines {
+    pub fn new() -> Deadlines {
+        Deadlines { base: Instant::now(), armed: AtomicU64::new(u64::MAX), wake: tokio::sync::Notify::new() }
+    }
+
+    /// Has the timer look no later than `deadline`.
+    pub fn arm(&self, deadline: Instant) {
+        let at = deadline.saturating_duration_since(self.base).as_nanos().min(u64::MAX as u128 - 1) as u64;
+        // Mostly a later deadline than the one armed: a plain read decides.
+        if at < self.armed.load(Ordering::Acquire) && at < self.armed.fetch_min(at, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// When the timer should look next, if at all.
+    pub fn next(&self) -> Option<Instant> {
+        let at = self.armed.load(Ordering::Acquire);
+        (at != u64::MAX).then(|| self.base + Duration::from_nanos(at))
+    }
+
+    /// Before a look: holds taken from here on arm it again.
+    pub fn disarm(&self) {
+        self.armed.store(u64::MAX, Ordering::Release);
+    }
+}
+
+/// One look of the deadline timer: marks lost every hold whose deadline passed and
+/// arms the timer at the earliest deadline left (at least a millisecond ahead, the
+/// timer's resolution, so that many holds close together cost one look, not one each).
+pub(crate) fn expire_due(held: &Registry, deadlines: &Deadlines) {
+    deadlines.disarm();
+    let now = Instant::now();
+    let next = held.all().iter().filter_map(|hold| hold.expire_if_due(now)).min();
+    if let Some(next) = next {
+        deadlines.arm(next.max(now + Duration::from_millis(1)));
     }
 }
 

@@ -58,6 +58,28 @@ async fn an_explicit_lease_expires_without_renewal_and_is_reported() {
     client.shutdown().await.unwrap();
 }
 
+/// The client's one deadline timer sleeps until the earliest deadline it knows of:
+/// a hold taken later with a much earlier deadline must wake it sooner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_hold_with_an_earlier_deadline_is_reported_at_its_own() {
+    let server = RedisServer::start();
+    let client = client(&server.url(), 30_000).await;
+    let long = client.lock("long").unwrap();
+    let long_guard = long.acquire().await.unwrap();
+    let short = client.lock("short").unwrap();
+    let options = AcquireOptions::wait(Duration::ZERO).with_lease(Duration::from_millis(500));
+    let short_guard = short.acquire_with(options).await.unwrap().unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(10), short_guard.lost())
+        .await
+        .expect("reported at its lease's end, not at the first hold's deadline (30 s)");
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+    assert!(!long_guard.is_lost(), "the long hold is untouched");
+    // And the timer still watches the long one: it goes on being held and renewed.
+    assert_eq!(client.renew_held_locks().await.unwrap().renewed, 1);
+    long_guard.release().await.unwrap();
+    client.shutdown().await.unwrap();
+}
+
 /// Deletes the lock behind the holder's back in three ways; each loss is reported
 /// within one renewal interval (plus scheduling slack).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,11 +4,10 @@
 //! acquire or renewal + lease - safety margin`: Redis's expiry comes no sooner than
 //! `send time + lease`, so a loss told at the deadline precedes anyone else's hold.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
 
 use super::{Hold, LostCallback, LostEvent};
 use crate::ctx::Ctx;
@@ -46,7 +45,6 @@ pub(crate) struct HoldState {
     /// When the watchdog should renew next: a third of the lease after the send time
     /// of the last confirmed renewal or acquisition.
     renew_due: Instant,
-    deadline_task: Option<AbortHandle>,
 }
 
 /// An acquisition to apply to the local view (see [`HoldCell::apply`]).
@@ -102,7 +100,6 @@ impl HoldCell {
             unconfirmed: false,
             renewing: None,
             renew_due: now,
-            deadline_task: None,
         };
         Arc::new(HoldCell { ctx, uid, display, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
     }
@@ -113,9 +110,9 @@ impl HoldCell {
         (st.count > 0).then(|| Hold { token: st.token, count: st.count, lost: st.lost.subscribe() })
     }
 
-    /// Applies an acquisition. Returns the hold and whether it is a new one (the
-    /// caller registers it with the client then).
-    pub fn apply(self: &Arc<Self>, acquired: Acquired) -> (Hold, bool) {
+    /// Applies an acquisition. Returns the hold, whether it is a new one (the caller
+    /// registers it with the client then) and its deadline (for the client's timer).
+    pub fn apply(self: &Arc<Self>, acquired: Acquired) -> (Hold, bool, Instant) {
         let Acquired { count, token, lease_ms, sent_at, streak, unconfirmed } = acquired;
         let config = &self.ctx.config;
         let lease = lease_ms.unwrap_or_else(|| config.watchdog_ms());
@@ -138,20 +135,10 @@ impl HoldCell {
             // Set together with the hold: the watchdog must never see it half-made.
             st.streak = streak;
             st.unconfirmed = unconfirmed;
-            self.watch_deadline(&mut st);
         } else if lease_ms.is_none() {
             st.watchdog = true;
         }
-        (Hold { token, count: st.count, lost: st.lost.subscribe() }, fresh)
-    }
-
-    /// (Re)starts the timer that reports the hold lost at its deadline: again when the
-    /// deadline moves earlier, which a sleeping timer would notice too late.
-    fn watch_deadline(self: &Arc<Self>, st: &mut HoldState) {
-        let task = self.ctx.runtime.spawn(watch_deadline(Arc::downgrade(self), st.generation));
-        if let Some(old) = st.deadline_task.replace(task.abort_handle()) {
-            old.abort();
-        }
+        (Hold { token, count: st.count, lost: st.lost.subscribe() }, fresh, st.deadline)
     }
 
     /// The current hold's generation and the lease its latest acquisition asked for,
@@ -182,19 +169,34 @@ impl HoldCell {
         }
         st.lease_ms = lease_ms;
         st.deadline = self.deadline_after(sent_at, lease_ms);
-        self.watch_deadline(&mut st);
+        // A shorter lease moves the deadline earlier than the timer may look.
+        self.ctx.deadlines.arm(st.deadline);
     }
 
-    /// The hold is over (released or lost): stop its deadline timer and renewals.
+    /// The hold is over (released or lost): no more deadline or renewals.
     pub fn finish(&self, st: &mut HoldState) {
         self.ctx.transport.metrics.hold_ended(st.since.elapsed());
         st.count = 0;
         st.token = None;
         st.watchdog = false;
-        if let Some(task) = st.deadline_task.take() {
-            task.abort();
-        }
         self.ctx.held.unregister(self.uid);
+    }
+
+    /// Marks the hold lost if its local deadline is not after `now` (the client's
+    /// deadline timer asks); otherwise its deadline, while held.
+    pub fn expire_if_due(&self, now: Instant) -> Option<Instant> {
+        let (generation, deadline, lease) = {
+            let st = self.state.lock().unwrap();
+            if st.count == 0 {
+                return None;
+            }
+            (st.generation, st.deadline, st.lease_ms)
+        };
+        if now < deadline {
+            return Some(deadline);
+        }
+        self.mark_lost(generation, &format!("its lease ({lease} ms) ran out before it was renewed or released"));
+        None
     }
 
     pub fn lost_error(&self, reason: &str) -> Error {
@@ -302,27 +304,5 @@ impl HoldCell {
     fn deadline_after(&self, sent_at: Instant, lease_ms: u64) -> Instant {
         let lease = Duration::from_millis(lease_ms);
         sent_at + lease.saturating_sub(self.ctx.config.safety_margin(lease))
-    }
-}
-
-/// Marks the hold lost when its local deadline passes without a renewal.
-async fn watch_deadline(cell: Weak<HoldCell>, generation: u64) {
-    loop {
-        let deadline = {
-            let Some(c) = cell.upgrade() else { return };
-            let st = c.state.lock().unwrap();
-            if st.generation != generation || st.count == 0 {
-                return;
-            }
-            st.deadline
-        };
-        if Instant::now() >= deadline {
-            if let Some(c) = cell.upgrade() {
-                let lease = c.state.lock().unwrap().lease_ms;
-                c.mark_lost(generation, &format!("its lease ({lease} ms) ran out before it was renewed or released"));
-            }
-            return;
-        }
-        tokio::time::sleep_until(deadline.into()).await;
     }
 }

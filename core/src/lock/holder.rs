@@ -141,10 +141,12 @@ impl Holder {
     /// Applies an acquisition to the local view (see `HoldCell::apply`) and, for a
     /// new hold, has the client keep and renew it.
     pub fn apply(self: &Arc<Self>, acquired: Acquired) -> Hold {
-        let (hold, fresh) = self.cell.apply(acquired);
+        let (hold, fresh, deadline) = self.cell.apply(acquired);
         if fresh {
             self.ctx.held.register(self.uid, self.clone());
         }
+        // After registering: the deadline timer's next look must find this hold.
+        self.ctx.deadlines.arm(deadline);
         hold
     }
 }
@@ -180,6 +182,10 @@ impl Held for Holder {
 
     fn deadline_of(&self, generation: u64) -> Option<Instant> {
         self.cell.deadline_of(generation)
+    }
+
+    fn expire_if_due(&self, now: Instant) -> Option<Instant> {
+        self.cell.expire_if_due(now)
     }
 
     fn release_all(self: Arc<Self>) -> BoxFuture<'static, ()> {
