@@ -4,68 +4,89 @@
 //! in the background, in batches, so releases stay one round-trip and latches
 //! never pile up (they also expire by themselves). Not to be confused with a
 //! count-down latch.
+//!
+//! A release only pushes its latch onto a shared list; the sweeper is woken when the
+//! list stops being empty, gathers for [`GATHER`], then deletes the lot. (A channel
+//! message per release, each waking the sweeper and arming a gather timer of its
+//! own, cost the hot path a cross-thread wake-up and a timer per release.)
+
+use std::sync::{Arc, Mutex};
 
 use crate::transport::Conn;
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
-enum Job {
-    Delete(Vec<u8>),
-    Flush(oneshot::Sender<()>),
+#[derive(Default)]
+struct Queue {
+    keys: Vec<Vec<u8>>,
+    flushes: Vec<oneshot::Sender<()>>,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Notify,
 }
 
 pub(crate) struct ReplyLatches {
-    tx: mpsc::UnboundedSender<Job>,
+    shared: Arc<Shared>,
 }
 
 const BATCH: usize = 256;
-/// How long the sweeper gathers latches before one UNLINK: sequential releases
-/// then share a command instead of adding one each.
+/// How long the sweeper gathers latches before deleting them: sequential releases
+/// then share an UNLINK instead of adding one each.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl ReplyLatches {
     pub fn start(runtime: &Handle, mut conn: Conn) -> (ReplyLatches, JoinHandle<()>) {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        let sweeper = shared.clone();
         let task = runtime.spawn(async move {
             let mut keys = Vec::with_capacity(BATCH);
-            let mut flushes = Vec::new();
-            while let Some(job) = rx.recv().await {
-                let gather_until = tokio::time::Instant::now() + GATHER;
-                let mut next = Some(job);
-                while let Some(job) = next.take() {
-                    match job {
-                        Job::Delete(key) => keys.push(key),
-                        Job::Flush(done) => flushes.push(done),
-                    }
-                    if keys.len() < BATCH && flushes.is_empty() {
-                        next = tokio::time::timeout_at(gather_until, rx.recv()).await.ok().flatten();
-                    }
+            loop {
+                sweeper.wake.notified().await;
+                let flushing = !sweeper.queue.lock().unwrap().flushes.is_empty();
+                if !flushing {
+                    tokio::time::sleep(GATHER).await;
                 }
-                if !keys.is_empty() {
-                    let result: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(&keys).query_async(&mut conn).await;
+                let flushes = {
+                    let mut queue = sweeper.queue.lock().unwrap();
+                    std::mem::swap(&mut keys, &mut queue.keys);
+                    std::mem::take(&mut queue.flushes)
+                };
+                for batch in keys.chunks(BATCH) {
+                    let result: redis::RedisResult<i64> = redis::cmd("UNLINK").arg(batch).query_async(&mut conn).await;
                     if let Err(e) = result {
                         tracing::debug!(error = %e, "could not delete unlock latches; they expire by themselves");
                     }
-                    keys.clear();
                 }
-                for done in flushes.drain(..) {
+                keys.clear();
+                for done in flushes {
                     let _ = done.send(());
                 }
             }
         });
-        (ReplyLatches { tx }, task)
+        (ReplyLatches { shared }, task)
     }
 
     pub fn remove_later(&self, latch: Vec<u8>) {
-        let _ = self.tx.send(Job::Delete(latch));
+        let first = {
+            let mut queue = self.shared.queue.lock().unwrap();
+            queue.keys.push(latch);
+            queue.keys.len() == 1
+        };
+        // The sweeper is gathering already unless this is the first latch since it deleted.
+        if first {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Waits until every latch queued so far has been deleted.
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
-        if self.tx.send(Job::Flush(done)).is_ok() {
-            let _ = wait.await;
-        }
+        self.shared.queue.lock().unwrap().flushes.push(done);
+        self.shared.wake.notify_one();
+        let _ = wait.await;
     }
 }
