@@ -129,7 +129,11 @@ impl HoldCell {
             st.generation += 1;
             st.since = Instant::now();
             st.watchdog = lease_ms.is_none();
-            st.lost = watch::channel(None).0;
+            // A new loss signal, unless nobody can tell it from the old one: replacing
+            // it wakes the old one's waiters (a mutex per slot), on every lock cycle.
+            if st.lost.receiver_count() > 0 || st.lost.borrow().is_some() {
+                st.lost = watch::channel(None).0;
+            }
             st.lost_error = None;
             st.lost_levels = 0;
             // Set together with the hold: the watchdog must never see it half-made.
