@@ -231,7 +231,7 @@ async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>
 
 /// Releases one level (or all), under the holder's operation lock.
 pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released> {
-    let (lease_ms, full, early, streak) = {
+    let (lease_ms, full, deadline, streak) = {
         let mut st = h.cell.state.lock().unwrap();
         if st.count == 0 && st.lost_levels > 0 {
             st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
@@ -240,17 +240,18 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released>
         // A holder that never acquired here (a hand-over) does not know the lease: keep the TTL.
         let lease_ms = if st.count == 0 { 0 } else { st.lease_ms };
         let full = st.count > 0 && (all || st.count == 1);
-        // Letting an unfenced successor go before the reply is only as safe as this
-        // hold: it must outlive the reply (see handoff.rs).
-        let early = st.deadline > Instant::now() + h.ctx.config.response_timeout;
         st.releasing = full;
-        (lease_ms, full, early, st.streak)
+        (lease_ms, full, st.deadline, st.streak)
     };
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
     let handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
         let claimed = h.ctx.hub.claim_successor(&h.names.channel, h.uid);
-        claimed.and_then(|claimed| Handoff::start(claimed, early, streak + 1))
+        // Letting an unfenced successor go before the reply is only as safe as this
+        // hold: it must outlive the reply (see handoff.rs). (Only read the clock when
+        // there is a successor: every clock read shows in the uncontended cycle.)
+        let early = || deadline > Instant::now() + h.ctx.config.response_timeout;
+        claimed.and_then(|claimed| Handoff::start(claimed, early(), streak + 1))
     } else {
         None
     };
