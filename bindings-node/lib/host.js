@@ -38,10 +38,9 @@ class HostConnection {
     this.#timer = null;
     if (this.#closed || this.#native.closed) return;
     let socket = null;
-    // The addon writes requests straight to the socket's file descriptor: at once
-    // when the server is idle, else at the end of the tick, gathered (src/host.rs),
-    // while nothing JS wrote is queued there; otherwise JS writes what it is handed,
-    // and says when its queue is empty again.
+    // The addon writes requests straight to the socket's file descriptor
+    // (src/host.rs) while nothing JS wrote is queued there; otherwise JS writes what
+    // it is handed (after a wake), and says when its queue is empty again.
     const drained = () => {
       if (socket === this.#socket && socket.writableLength === 0) this.#native.hostDirect(socket._handle?.fd ?? -1);
     };

@@ -344,8 +344,8 @@ impl NativeClient {
 
     /// Opens a host connection (a new one replaces the last): calls made on this JS
     /// thread then send on the socket lib/host.js opens at the address returned.
-    /// `wake()` is called when output waits (or the link closed): take it with
-    /// `hostTakeOutput`. `null` when this client cannot have one (TLS, Sentinel,
+    /// `wake()` is called when output waits that the addon could not write itself
+    /// (or the link closed): then call `hostFlush`. `null` when this client cannot have one (TLS, Sentinel,
     /// Cluster): its calls use core's connection.
     #[napi]
     pub fn host_connect(&self, env: Env, #[napi(ts_arg_type = "() => void")] wake: WakeFn<'_>) -> Result<Option<HostAddress>> {
@@ -357,9 +357,9 @@ impl NativeClient {
         })
     }
 
-    /// The end-of-tick flush of the host connection (after `wake()`): writes what
-    /// gathered straight to the socket when it can. Answers 0 (done), 1 (JS must
-    /// write `hostLeft()`), or 2 (the connection must close: a reply is overdue).
+    /// The host connection's flush (after `wake()`): writes what waits straight to
+    /// the socket when it can. Answers 0 (done), 1 (JS must write `hostLeft()`), or 2
+    /// (the connection must close: a reply is overdue).
     #[napi]
     pub fn host_flush(&self) -> u32 {
         let host = self.host.lock().unwrap().clone();
@@ -397,8 +397,8 @@ impl NativeClient {
         }
     }
 
-    /// Fails the host connection if a reply is overdue (`hostTakeOutput` then says
-    /// to close the socket).
+    /// Fails the host connection if a reply is overdue (`hostFlush` then says to
+    /// close the socket).
     #[napi]
     pub fn host_check(&self, env: Env) {
         let host = self.host.lock().unwrap().clone();

@@ -291,7 +291,7 @@ test('ERR_CLIENT_CLOSED: every call on a closed client, the same error', async (
 });
 
 test('ERR_INTERNAL: a server answering what no Redis would', async () => {
-  // A fake server: +OK to everything, an integer to scripts (the acquire script returns an array).
+  // A fake server: +OK to everything, a string to scripts (the acquire script answers a count or an array).
   const sockets = new Set();
   const fake = net.createServer((sock) => {
     sockets.add(sock);
@@ -304,7 +304,7 @@ test('ERR_INTERNAL: a server answering what no Redis would', async () => {
         if (!cmd) break;
         buf = buf.slice(cmd.length);
         const verb = (cmd.args[0] || '').toUpperCase();
-        if (verb === 'EVALSHA' || verb === 'EVAL') sock.write(':42\r\n');
+        if (verb === 'EVALSHA' || verb === 'EVAL') sock.write('$2\r\nno\r\n');
         else if (verb === 'PING') sock.write('+PONG\r\n');
         else sock.write('+OK\r\n');
       }
