@@ -8,6 +8,7 @@
 mod cluster;
 mod conn;
 mod host;
+mod resp;
 mod sentinel;
 mod url;
 
