@@ -32,15 +32,15 @@ export declare class NativeClient {
   /**
    * Opens a host connection (a new one replaces the last): calls made on this JS
    * thread then send on the socket lib/host.js opens at the address returned.
-   * `wake()` is called when output waits (or the link closed): take it with
-   * `hostTakeOutput`. `null` when this client cannot have one (TLS, Sentinel,
+   * `wake()` is called when output waits that the addon could not write itself
+   * (or the link closed): then call `hostFlush`. `null` when this client cannot have one (TLS, Sentinel,
    * Cluster): its calls use core's connection.
    */
   hostConnect(wake: () => void): HostAddress | null
   /**
-   * The end-of-tick flush of the host connection (after `wake()`): writes what
-   * gathered straight to the socket when it can. Answers 0 (done), 1 (JS must
-   * write `hostLeft()`), or 2 (the connection must close: a reply is overdue).
+   * The host connection's flush (after `wake()`): writes what waits straight to
+   * the socket when it can. Answers 0 (done), 1 (JS must write `hostLeft()`), or 2
+   * (the connection must close: a reply is overdue).
    */
   hostFlush(): number
   /**
@@ -57,8 +57,8 @@ export declare class NativeClient {
   /** What the host connection's socket read. */
   hostFeed(data: Buffer): void
   /**
-   * Fails the host connection if a reply is overdue (`hostTakeOutput` then says
-   * to close the socket).
+   * Fails the host connection if a reply is overdue (`hostFlush` then says to
+   * close the socket).
    */
   hostCheck(): void
   /** The host connection's socket closed (or failed). */
