@@ -35,9 +35,12 @@ class HeldLocks {
   #locks = new Set();
   #sweepAt = 64;
 
-  /** After an acquire, release or loss of `lock`: keeps it while core says it holds. */
-  update(lock) {
-    if (lock[kNative].localHoldCount > 0) {
+  /**
+   * After an acquire, release or loss of `lock`: keeps it while core says it holds.
+   * `count`: the hold count when the caller knows it (saves asking the addon).
+   */
+  update(lock, count = lock[kNative].localHoldCount) {
+    if (count > 0) {
       if (this.#locks.has(lock)) return;
       this.#locks.add(lock);
       if (this.#locks.size >= this.#sweepAt) this.#sweep();
@@ -218,7 +221,7 @@ class Lock extends EventEmitter {
     // Core refuses one name twice on one client (and a multi-lock member) too.
     const nativeLock = callSync(() => native.multiLock(members.map((m) => m.#native), o.quorum));
     const homes = [...new Set(members.map((m) => m.#home))];
-    const held = { update: (lock) => homes.forEach((home) => home.held.update(lock)) };
+    const held = { update: (lock, count) => homes.forEach((home) => home.held.update(lock, count)) };
     const lock = new Lock(nativeLock, held, { members });
     for (const home of homes) home.adopt(lock, nativeLock.id);
     return lock;
@@ -328,18 +331,21 @@ class Lock extends EventEmitter {
   async #acquire(waitMs, leaseMs, signal) {
     if (signal && signal.aborted) throw abortError(signal);
     const cancelId = signal ? watchSignal(signal) : undefined;
+    let count; // known once acquired
     try {
       const info = await this.#native.acquire(waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) return null;
       // Without a token the addon answers one number, seq * 2^21 + count (src/lock.rs).
-      return this.#hold(typeof info === 'number' ? { seq: Math.floor(info / COUNT_SPAN), count: info % COUNT_SPAN, token: null } : info);
+      const hold = typeof info === 'number' ? { seq: Math.floor(info / COUNT_SPAN), count: info % COUNT_SPAN, token: null } : info;
+      count = hold.count;
+      return this.#hold(hold);
     } catch (e) {
       const err = convert(e);
       if (err.code === 'ERR_CANCELLED' && signal && signal.aborted) throw abortError(signal);
       throw err;
     } finally {
       if (signal) unwatchSignal(signal, cancelId);
-      this.#held.update(this);
+      this.#held.update(this, count);
     }
   }
 
@@ -377,12 +383,13 @@ class Lock extends EventEmitter {
 
   /** Releases one level. Rejects with ERR_NOT_OWNER if this handle does not hold it. */
   async release() {
+    let left; // levels this holder still holds, once released
     try {
-      await this.#native.release();
+      left = await this.#native.release();
     } catch (e) {
       throw convert(e);
     } finally {
-      this.#held.update(this);
+      this.#held.update(this, left);
     }
   }
 
