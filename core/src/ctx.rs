@@ -157,6 +157,9 @@ impl Ctx {
             task.abort();
         }
         self.hub.stop();
+        if let Some(conn) = &conn {
+            conn.close_hosts();
+        }
         drop(conn);
         tracing::debug!(client = %self.id, "ferrolock client shut down");
     }

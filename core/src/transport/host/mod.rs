@@ -9,6 +9,13 @@
 //! silent link fails its requests as lost replies (core's read-backs and retries
 //! settle them) and the host opens a new one when it likes.
 //!
+//! Two kinds of host: an event loop that opens its link itself (`Client::host_link`,
+//! Node) and polls calls inside [`HostLink::polling`]; and a thread that blocks in
+//! each call and does its I/O meanwhile (Python), polling inside
+//! [`HostLink::driving`]: there each client makes the thread a link on demand, and
+//! the thread connects and serves it (scope.rs). A client keeps one link per host
+//! thread and closes them all when it shuts down.
+//!
 //! One server only, over plain TCP or a Unix socket, RESP2: the host connects to
 //! [`HostLink::address`]; the handshake (AUTH, SELECT, CLIENT SETNAME) is the first
 //! output, and requests use the link once every handshake reply came back OK.
@@ -21,9 +28,8 @@ use std::time::{Duration, Instant};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
 use tokio::sync::oneshot;
 
-thread_local! {
-    static POLLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
+mod scope;
+
 
 /// Where the host connects its socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +50,15 @@ struct Shared {
     /// The host's thread: only calls polled there use the link.
     thread: ThreadId,
     address: HostAddress,
+    /// The client's connect timeout, for a host that connects by blocking.
+    connect_timeout: Duration,
     state: Mutex<State>,
+    /// The host will open no other link on this thread (the thread ended).
+    abandoned: std::sync::atomic::AtomicBool,
     /// Told (on the host's thread) when output is waiting or the link closed itself.
     notify: Mutex<Option<Arc<Notify>>>,
+    /// Told once, on whichever thread closes the link.
+    on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 #[derive(Default)]
@@ -58,6 +70,8 @@ struct State {
     handshake: usize,
     /// Requests whose bytes are still in `out` (not taken by the host yet).
     unsent: usize,
+    /// Every handshake reply came back OK at some point.
+    was_up: bool,
     closed: Option<String>,
 }
 
@@ -91,7 +105,7 @@ impl Done {
 impl HostLink {
     /// A link for the calling thread to `info`'s server, its handshake queued;
     /// `None` for TLS (the host's socket would need the client's TLS settings).
-    pub(crate) fn new(info: &ConnectionInfo, name: &str) -> Option<HostLink> {
+    pub(crate) fn new(info: &ConnectionInfo, name: &str, connect_timeout: Duration) -> Option<HostLink> {
         let address = match info.addr() {
             ConnectionAddr::Tcp(host, port) => HostAddress::Tcp { host: host.clone(), port: *port },
             ConnectionAddr::Unix(path) => HostAddress::Unix(path.clone()),
@@ -118,7 +132,15 @@ impl HostLink {
             state.waiting.push_back(Waiter { deadline, reply: ReplyTo::Handshake });
         }
         state.handshake = handshake.len();
-        let shared = Shared { thread: std::thread::current().id(), address, state: Mutex::new(state), notify: Mutex::new(None) };
+        let shared = Shared {
+            thread: std::thread::current().id(),
+            address,
+            connect_timeout,
+            state: Mutex::new(state),
+            abandoned: Default::default(),
+            notify: Mutex::new(None),
+            on_close: Mutex::new(None),
+        };
         Some(HostLink { shared: Arc::new(shared) })
     }
 
@@ -127,11 +149,33 @@ impl HostLink {
         &self.shared.address
     }
 
+    /// How long a host that connects by blocking should try.
+    pub fn connect_timeout(&self) -> Duration {
+        self.shared.connect_timeout
+    }
+
     /// `f` is called on the host's thread whenever output starts waiting (after
     /// [`HostLink::take_output`] emptied it) or core closed the link (a reply did not
     /// come within the response timeout): the host then writes, or closes its socket.
     pub fn on_event(&self, f: impl Fn() + Send + Sync + 'static) {
         *self.shared.notify.lock().unwrap() = Some(Arc::new(Box::new(f)));
+    }
+
+    /// `f` is called once when the link closes, on the thread that closes it (at once
+    /// if it is closed): a host whose thread may be busy elsewhere shuts its socket
+    /// down from there.
+    pub fn on_close(&self, f: impl FnOnce() + Send + 'static) {
+        *self.shared.on_close.lock().unwrap() = Some(Box::new(f));
+        if self.closed().is_some() {
+            self.closed_now();
+        }
+    }
+
+    fn closed_now(&self) {
+        let hook = self.shared.on_close.lock().unwrap().take();
+        if let Some(f) = hook {
+            f();
+        }
     }
 
     /// The bytes to write to the socket, in order (empty when none).
@@ -178,6 +222,7 @@ impl HostLink {
             d.send();
         }
         if failure.is_some() {
+            self.closed_now();
             self.notify();
         }
     }
@@ -190,6 +235,28 @@ impl HostLink {
         for d in done {
             d.send();
         }
+        self.closed_now();
+    }
+
+    /// Closes the link for good: its thread will make no other (it is ending), so the
+    /// client forgets it instead of keeping its place for a reconnect.
+    pub fn abandon(&self, reason: &str) {
+        self.shared.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.close(reason);
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.shared.abandoned.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// True if its handshake was answered at some point: a link that closes after
+    /// that may be replaced at once, one that never came up only after a pause.
+    pub(crate) fn was_up(&self) -> bool {
+        self.shared.state.lock().unwrap().was_up
+    }
+
+    pub(crate) fn thread(&self) -> ThreadId {
+        self.shared.thread
     }
 
     /// Closes the link if a reply is overdue (the host calls this now and then, e.g.
@@ -207,28 +274,9 @@ impl HostLink {
         for d in done {
             d.send();
         }
+        self.closed_now();
         self.notify();
         true
-    }
-
-    /// Runs `poll` as the host's event loop polling calls: only calls polled inside
-    /// it use the link. (Other code on the host's thread, such as a blocking shutdown
-    /// when the host exits, must not send where nobody will write or read.)
-    pub fn polling<R>(poll: impl FnOnce() -> R) -> R {
-        struct Reset(bool);
-        impl Drop for Reset {
-            fn drop(&mut self) {
-                POLLING.set(self.0);
-            }
-        }
-        let _reset = Reset(POLLING.replace(true));
-        poll()
-    }
-
-    /// True when a call polled here may send on the link: on the host's thread,
-    /// inside [`HostLink::polling`].
-    pub(crate) fn usable_here(&self) -> bool {
-        POLLING.get() && std::thread::current().id() == self.shared.thread
     }
 
     fn send(&self, pack: impl FnOnce(&mut Vec<u8>), waiter: Waiter) -> bool {
@@ -314,6 +362,7 @@ impl State {
                         break Some(format!("its handshake was refused ({})", e.code()));
                     }
                     self.handshake -= 1;
+                    self.was_up |= self.handshake == 0;
                 }
                 ReplyTo::One(tx) => done.push(Done::One(tx, Ok(value))),
                 ReplyTo::Many { want, mut got, reply } => {
