@@ -39,6 +39,8 @@
 
 mod call;
 mod client;
+#[cfg(unix)]
+mod driver;
 mod errors;
 mod family;
 mod lock;

@@ -68,10 +68,11 @@ pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
         .py()
 }
 
-/// Runs `fut` to completion on the shared runtime with the GIL released, looking
-/// for signals every [`SIGNAL_SLICE`]. On KeyboardInterrupt (or any exception a
-/// signal handler raises) the future is dropped, which core guarantees leaves
-/// nothing held and no subscription behind.
+/// Runs `fut` to completion with the GIL released, looking for signals every
+/// [`SIGNAL_SLICE`]: on Unix polled on this thread, which also does the I/O of its
+/// own connection (driver.rs), elsewhere on the shared runtime. On KeyboardInterrupt
+/// (or any exception a signal handler raises) the future is dropped, which core
+/// guarantees leaves nothing held and no subscription behind.
 pub(crate) fn block<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = ferrolock::Result<T>> + Send,
@@ -79,11 +80,22 @@ where
 {
     let rt = runtime()?;
     let mut fut = Box::pin(fut);
+    #[cfg(unix)]
+    let mut drive = crate::driver::Drive::new();
     loop {
-        let step = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, fut.as_mut()).await }));
+        let step = py.detach(|| {
+            let _context = rt.enter();
+            #[cfg(unix)]
+            match drive.slice(fut.as_mut(), SIGNAL_SLICE) {
+                crate::driver::Slice::Done(result) => return Some(result),
+                crate::driver::Slice::Pending => return None,
+                crate::driver::Slice::Unavailable => {}
+            }
+            rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, fut.as_mut()).await }).ok()
+        });
         match step {
-            Ok(result) => return result.py(),
-            Err(_elapsed) => {
+            Some(result) => return result.py(),
+            None => {
                 if let Err(interrupt) = py.check_signals() {
                     let _context = rt.enter();
                     drop(fut);

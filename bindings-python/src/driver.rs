@@ -1,0 +1,369 @@
+//! A blocking call does its own I/O, as redis-py does: the calling thread polls the
+//! core future and, while it waits, reads and writes a connection of its own to the
+//! server (core's host link, `ferrolock::HostLink`, one per thread and client, made
+//! on first use). Without it every request went to a runtime thread and every reply
+//! came back through one: two thread wake-ups per round-trip on top of the network's.
+//!
+//! The thread waits in poll(2) on its sockets and on a wake-up pipe, which core's
+//! threads write when they complete something the call waits for (a hand-off, a
+//! reply on the client's own connection). Renewals, resolvers of lost replies and
+//! calls made while a link is down keep the client's connection; a link that fails
+//! or stays silent past the response timeout fails its requests as lost replies,
+//! which core settles, and the next call makes a new one (after a pause if it never
+//! came up). Unix only: elsewhere calls block on the runtime as before.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use ferrolock::{HostAddress, HostLink};
+
+/// How often a waiting thread looks for overdue replies (a timer per request would
+/// wake a runtime thread on every call).
+const OVERDUE_CHECK: Duration = Duration::from_millis(100);
+
+thread_local! {
+    static DRIVER: RefCell<Option<Driver>> = const { RefCell::new(None) };
+    /// The signal of the driver polling on this thread, if any: its wakes need no pipe.
+    static DRIVING: Cell<*const Signal> = const { Cell::new(std::ptr::null()) };
+}
+
+/// What one slice of driving gave.
+pub(crate) enum Slice<T> {
+    Done(T),
+    /// The slice ran out first.
+    Pending,
+    /// This thread cannot drive (no pipe, or a call already drives it): block on the runtime.
+    Unavailable,
+}
+
+/// One blocking call's driving, slice after slice.
+pub(crate) struct Drive {
+    next_check: Instant,
+}
+
+impl Drive {
+    pub(crate) fn new() -> Drive {
+        // Replies that came while the thread was away are read before anything is overdue.
+        Drive {
+            next_check: Instant::now() + OVERDUE_CHECK,
+        }
+    }
+
+    /// Polls `fut` on this thread until it completes or `slice` passed, doing the I/O
+    /// of this thread's links meanwhile. Call inside the runtime's context.
+    pub(crate) fn slice<F: Future + ?Sized>(
+        &mut self,
+        mut fut: Pin<&mut F>,
+        slice: Duration,
+    ) -> Slice<F::Output> {
+        // Not at all while the thread's locals are being destroyed (a finaliser's call).
+        let driven = DRIVER.try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return Slice::Unavailable;
+            };
+            if slot
+                .as_ref()
+                .is_none_or(|driver| driver.pid != std::process::id())
+            {
+                // A forked child forgets the parent's sockets (closing its copies of them
+                // leaves the parent's connections alone).
+                *slot = Driver::new();
+            }
+            let Some(driver) = slot.as_mut() else {
+                return Slice::Unavailable;
+            };
+            let end = Instant::now() + slice;
+            let previous = DRIVING.replace(Arc::as_ptr(&driver.signal));
+            let result = loop {
+                driver.signal.woken.store(false, Ordering::SeqCst);
+                let mut cx = Context::from_waker(&driver.waker);
+                let (poll, made) = HostLink::driving(|| fut.as_mut().poll(&mut cx));
+                for link in made {
+                    driver.adopt(link);
+                }
+                driver.flush();
+                if let Poll::Ready(value) = poll {
+                    break Slice::Done(value);
+                }
+                if driver.signal.woken.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let now = Instant::now();
+                if now >= end {
+                    break Slice::Pending;
+                }
+                driver.wait(end.min(self.next_check) - now);
+                let now = Instant::now();
+                if now >= self.next_check {
+                    driver.expire_overdue();
+                    self.next_check = now + OVERDUE_CHECK;
+                }
+            };
+            DRIVING.set(previous);
+            result
+        });
+        driven.unwrap_or(Slice::Unavailable)
+    }
+}
+
+/// Wakes the driving thread: a flag, plus a byte down the pipe from other threads.
+struct Signal {
+    woken: AtomicBool,
+    pipe: UnixStream,
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.woken.swap(true, Ordering::SeqCst) && DRIVING.get() != Arc::as_ptr(self) {
+            // A full pipe already holds a wake-up.
+            let _ = (&self.pipe).write(&[1]);
+        }
+    }
+}
+
+/// A thread's links and its wake-up pipe.
+struct Driver {
+    pid: u32,
+    signal: Arc<Signal>,
+    waker: Waker,
+    wakes: UnixStream,
+    links: Vec<Served>,
+    fds: Vec<libc::pollfd>,
+}
+
+/// A link and its socket.
+struct Served {
+    link: HostLink,
+    socket: Socket,
+    /// Output the socket did not take yet.
+    pending: Vec<u8>,
+}
+
+enum Socket {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Socket {
+    fn connect(address: &HostAddress, timeout: Duration) -> std::io::Result<Socket> {
+        let socket = match address {
+            HostAddress::Tcp { host, port } => {
+                let mut last = None;
+                let mut found = None;
+                for addr in (host.as_str(), *port).to_socket_addrs()? {
+                    match TcpStream::connect_timeout(&addr, timeout) {
+                        Ok(stream) => {
+                            found = Some(stream);
+                            break;
+                        }
+                        Err(e) => last = Some(e),
+                    }
+                }
+                let stream = found
+                    .ok_or_else(|| last.unwrap_or_else(|| ErrorKind::AddrNotAvailable.into()))?;
+                stream.set_nodelay(true)?;
+                Socket::Tcp(stream)
+            }
+            HostAddress::Unix(path) => Socket::Unix(UnixStream::connect(path)?),
+        };
+        match &socket {
+            Socket::Tcp(s) => s.set_nonblocking(true)?,
+            Socket::Unix(s) => s.set_nonblocking(true)?,
+        }
+        Ok(socket)
+    }
+
+    fn fd(&self) -> i32 {
+        match self {
+            Socket::Tcp(s) => s.as_raw_fd(),
+            Socket::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.read(buf),
+            Socket::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.write(buf),
+            Socket::Unix(s) => s.write(buf),
+        }
+    }
+
+    /// A descriptor of the same socket that another thread may shut down.
+    fn shutdown_handle(&self) -> std::io::Result<OwnedFd> {
+        match self {
+            Socket::Tcp(s) => s.try_clone().map(OwnedFd::from),
+            Socket::Unix(s) => s.try_clone().map(OwnedFd::from),
+        }
+    }
+}
+
+impl Driver {
+    fn new() -> Option<Driver> {
+        let (wakes, pipe) = UnixStream::pair().ok()?;
+        wakes.set_nonblocking(true).ok()?;
+        pipe.set_nonblocking(true).ok()?;
+        let signal = Arc::new(Signal {
+            woken: AtomicBool::new(false),
+            pipe,
+        });
+        let waker = Waker::from(signal.clone());
+        Some(Driver {
+            pid: std::process::id(),
+            signal,
+            waker,
+            wakes,
+            links: Vec::new(),
+            fds: Vec::new(),
+        })
+    }
+
+    /// Connects a link core made for this thread; its handshake goes out with the next flush.
+    fn adopt(&mut self, link: HostLink) {
+        let socket = match Socket::connect(link.address(), link.connect_timeout()) {
+            Ok(socket) => socket,
+            Err(e) => return link.close(&format!("could not connect ({e})")),
+        };
+        // The client may close the link while this thread is elsewhere: the socket is
+        // shut down from there, so that no connection outlives its client.
+        if let Ok(handle) = socket.shutdown_handle() {
+            let pid = std::process::id();
+            link.on_close(move || {
+                // A forked child's copy of the socket is the parent's connection.
+                if std::process::id() == pid {
+                    // SAFETY: `handle` is an open descriptor this closure owns.
+                    unsafe { libc::shutdown(handle.as_raw_fd(), libc::SHUT_RDWR) };
+                }
+            });
+        }
+        self.links.push(Served {
+            link,
+            socket,
+            pending: Vec::new(),
+        });
+    }
+
+    /// Writes what the links have to send, as far as the sockets take it.
+    fn flush(&mut self) {
+        for served in &mut self.links {
+            let out = served.link.take_output();
+            if served.pending.is_empty() {
+                served.pending = out;
+            } else {
+                served.pending.extend_from_slice(&out);
+            }
+            served.write_pending();
+        }
+        self.forget_closed();
+    }
+
+    /// Waits up to `timeout` for a reply, a wake-up or room to write, and handles them.
+    fn wait(&mut self, timeout: Duration) {
+        self.fds.clear();
+        self.fds.push(libc::pollfd {
+            fd: self.wakes.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for served in &self.links {
+            let events = if served.pending.is_empty() {
+                libc::POLLIN
+            } else {
+                libc::POLLIN | libc::POLLOUT
+            };
+            self.fds.push(libc::pollfd {
+                fd: served.socket.fd(),
+                events,
+                revents: 0,
+            });
+        }
+        // Rounded up: a 0 ms poll would spin through the last fraction of a slice.
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` holds `fds.len()` initialised pollfd structs.
+        let ready =
+            unsafe { libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, ms) };
+        if ready <= 0 {
+            return; // timed out, or EINTR: the caller looks at signals and deadlines
+        }
+        if self.fds[0].revents != 0 {
+            let mut drain = [0u8; 64];
+            while matches!((&self.wakes).read(&mut drain), Ok(n) if n > 0) {}
+        }
+        for (served, fd) in self.links.iter_mut().zip(&self.fds[1..]) {
+            if fd.revents & libc::POLLOUT != 0 {
+                served.write_pending();
+            }
+            if fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                served.read_replies();
+            }
+        }
+        self.forget_closed();
+    }
+
+    fn expire_overdue(&mut self) {
+        for served in &self.links {
+            served.link.expire_overdue();
+        }
+        self.forget_closed();
+    }
+
+    /// Drops the sockets of links that closed (core closed them, or they failed).
+    fn forget_closed(&mut self) {
+        self.links.retain(|served| served.link.closed().is_none());
+    }
+}
+
+impl Served {
+    fn write_pending(&mut self) {
+        while !self.pending.is_empty() {
+            match self.socket.write(&self.pending) {
+                Ok(n) => drop(self.pending.drain(..n)),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return self.link.close(&format!("writing failed ({e})")),
+            }
+        }
+    }
+
+    fn read_replies(&mut self) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.socket.read(&mut buf) {
+                Ok(0) => return self.link.close("the server closed the connection"),
+                Ok(n) => self.link.feed(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return self.link.close(&format!("reading failed ({e})")),
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            return; // the parent's links: not this process's to close
+        }
+        for served in &self.links {
+            served.link.abandon("its thread ended");
+        }
+    }
+}
