@@ -115,6 +115,45 @@ impl Drive {
     }
 }
 
+/// How long a finished call keeps serving replies still due on its thread's links
+/// (a request its future left behind, e.g. an acquire that timed out while its
+/// script ran): only this thread reads them, and it may now go idle.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// After a call: serves this thread's links until nothing is due on them, for up to
+/// [`SETTLE`]; a link still waiting then is closed, which fails its requests as lost
+/// replies and leaves them to core's resolvers on the client's own connection.
+pub(crate) fn settle() {
+    with_driver(|driver| {
+        let until = Instant::now() + SETTLE;
+        while driver.links.iter().any(|served| served.link.in_flight() > 0) {
+            let now = Instant::now();
+            if now >= until {
+                driver.close_in_flight("a call ended with a reply still due");
+                return;
+            }
+            driver.flush();
+            driver.wait(until - now);
+        }
+    });
+}
+
+/// After an interrupted call (Ctrl-C): what its future left in flight is settled by
+/// core's resolvers, not by this thread, which may not call again for a long time.
+pub(crate) fn interrupted() {
+    with_driver(|driver| driver.close_in_flight("the call was interrupted"));
+}
+
+fn with_driver(f: impl FnOnce(&mut Driver)) {
+    let _ = DRIVER.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            if let Some(driver) = slot.as_mut().filter(|driver| driver.pid == std::process::id()) {
+                f(driver);
+            }
+        }
+    });
+}
+
 /// Wakes the driving thread: a flag, plus a byte down the pipe from other threads.
 struct Signal {
     woken: AtomicBool,
@@ -313,6 +352,15 @@ impl Driver {
             }
             if fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
                 served.read_replies();
+            }
+        }
+        self.forget_closed();
+    }
+
+    fn close_in_flight(&mut self, reason: &str) {
+        for served in &self.links {
+            if served.link.in_flight() > 0 {
+                served.link.close(reason);
             }
         }
         self.forget_closed();

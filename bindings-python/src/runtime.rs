@@ -87,7 +87,10 @@ where
             let _context = rt.enter();
             #[cfg(unix)]
             match drive.slice(fut.as_mut(), SIGNAL_SLICE) {
-                crate::driver::Slice::Done(result) => return Some(result),
+                crate::driver::Slice::Done(result) => {
+                    crate::driver::settle();
+                    return Some(result);
+                }
                 crate::driver::Slice::Pending => return None,
                 crate::driver::Slice::Unavailable => {}
             }
@@ -99,6 +102,8 @@ where
                 if let Err(interrupt) = py.check_signals() {
                     let _context = rt.enter();
                     drop(fut);
+                    #[cfg(unix)]
+                    crate::driver::interrupted();
                     return Err(interrupt);
                 }
             }

@@ -6,6 +6,8 @@ with its client."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 
@@ -183,4 +185,34 @@ def test_a_reply_overdue_past_the_response_timeout_closes_the_connection(
         assert list(r.hgetall(name).values()) == [b"1"]
         # The stalled connection was closed by us: it is gone from the server.
         wait_until(lambda: own not in named(r, client), what="the stalled connection to close")
+        lock.release()
+
+
+def test_an_interrupted_call_is_settled_while_its_thread_idles(url: str, r: redis.Redis, name: str, unpause: None) -> None:
+    # Ctrl-C while an acquire's script waits on a paused server leaves that request
+    # behind. Only its thread reads the thread's connection, and here the thread
+    # makes no other call: the acquire must still be undone once the server ran it.
+    with ferrolock.Client(url, response_timeout=5.0) as client:
+        lock = client.lock(name)
+        core, cmd = first_call_connection(r, client, lock)
+        own = own_connection(r, client, lock, cmd, {core})
+        r.client_pause(60_000, all=False)
+
+        def interrupt() -> None:
+            wait_until(lambda: blocked(named(r, client).get(own, {})), what="the acquire waiting on the server")
+            os.kill(os.getpid(), signal.SIGINT)
+
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            t = threading.Thread(target=interrupt)
+            t.start()
+            with pytest.raises(KeyboardInterrupt):
+                lock.acquire()
+            t.join(10)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        r.client_unpause()
+        wait_until(lambda: r.exists(name) == 0, timeout=10, what="the interrupted acquire to be undone")
+        assert lock.hold_count() == 0
+        assert lock.acquire(timeout=5)
         lock.release()
