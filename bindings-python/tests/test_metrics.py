@@ -103,11 +103,19 @@ def test_reconnect_is_logged_and_counted(url: str, r: redis.Redis, name: str) ->
             for c in _connections(r, f"ferrolock:{client.id}"):
                 r.client_kill_filter(_id=c["id"])
 
-            def reconnected() -> bool:
+            def probe() -> None:
                 try:
-                    lock.locked()  # a command after the kill makes the connection again
+                    lock.locked()
                 except ferrolock.ConnectionError:
                     pass
+
+            def reconnected() -> bool:
+                # A command after the kill makes the connection again. A thread's first
+                # call goes over the client's own connection (later ones over the
+                # thread's: see test_thread_connection.py), so each probe is a new thread.
+                t = threading.Thread(target=probe)
+                t.start()
+                t.join(10)
                 return any(rec.levelno == logging.INFO and "again" in rec.getMessage() for rec in records)
 
             wait_until(reconnected, timeout=10, what="an INFO record of the reconnect")
