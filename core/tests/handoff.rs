@@ -33,7 +33,9 @@ async fn spawn_waiter(
     eventually(Duration::from_secs(5), "the waiter tried twice and parked", || {
         let mut raw = raw.clone();
         let now_parked = client.waiting_acquires();
-        async move { script_calls(&mut raw).await == calls + 2 && now_parked == parked + 1 }
+        // At least two: a message of an earlier release that reaches the new
+        // subscription late (a busy machine) wakes it for one more try.
+        async move { script_calls(&mut raw).await >= calls + 2 && now_parked == parked + 1 }
     })
     .await;
     waiting
