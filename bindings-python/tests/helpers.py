@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import IO
@@ -32,6 +34,33 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.005)
+
+
+def interrupt_when(ready: Callable[[], bool], call: Callable[[], object], what: str) -> tuple[float, float]:
+    """Runs ``call`` on this (the main) thread and sends this process SIGINT (Ctrl-C)
+    once ``ready`` holds; ``call`` must end with KeyboardInterrupt. Gives when the
+    signal was sent and when the call ended (time.monotonic)."""
+    sent_at: list[float] = []
+
+    def interrupt() -> None:
+        wait_until(ready, what=what)
+        sent_at.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t = threading.Thread(target=interrupt)
+        t.start()
+        try:
+            call()
+        except KeyboardInterrupt:
+            ended_at = time.monotonic()
+        else:
+            raise AssertionError("the call was not interrupted")
+        t.join(10)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return sent_at[0], ended_at
 
 
 async def eventually(predicate: Callable[[], Awaitable[bool]], timeout: float = 5.0, what: str = "condition") -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
-import signal
 import threading
 import time
 
@@ -14,7 +12,7 @@ import redis
 
 import ferrolock
 from conftest import WATCHDOG
-from helpers import wait_until
+from helpers import interrupt_when, wait_until
 from workers import fenced_worker
 
 THREADS = 8
@@ -304,24 +302,8 @@ def test_keyboard_interrupt_stops_a_wait_and_leaves_nothing_held(client: ferrolo
     holder = client.lock(name)
     waiter = client.lock(name)
     holder.acquire()
-    sent_at: list[float] = []
-
-    def interrupt() -> None:
-        wait_until(lambda: client.subscribed_channels() == 1, what="the main thread to wait")
-        sent_at.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGINT)
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        t = threading.Thread(target=interrupt)
-        t.start()
-        with pytest.raises(KeyboardInterrupt):
-            waiter.acquire()
-        interrupted_at = time.monotonic()
-        t.join(10)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert interrupted_at - sent_at[0] < 0.1
+    sent_at, interrupted_at = interrupt_when(lambda: client.subscribed_channels() == 1, waiter.acquire, "the main thread to wait")
+    assert interrupted_at - sent_at < 0.1
     assert waiter.hold_count() == 0
     wait_until(lambda: client.subscribed_channels() == 0, what="the interrupted waiter to unsubscribe")
     assert holder.owned()

@@ -6,8 +6,6 @@ with its client."""
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 
@@ -15,7 +13,7 @@ import pytest
 import redis
 
 import ferrolock
-from helpers import wait_until
+from helpers import interrupt_when, wait_until
 
 
 def named(r: redis.Redis, client: ferrolock.Client) -> dict[str, dict[str, str]]:
@@ -198,19 +196,7 @@ def test_an_interrupted_call_is_settled_while_its_thread_idles(url: str, r: redi
         own = own_connection(r, client, lock, cmd, {core})
         r.client_pause(60_000, all=False)
 
-        def interrupt() -> None:
-            wait_until(lambda: blocked(named(r, client).get(own, {})), what="the acquire waiting on the server")
-            os.kill(os.getpid(), signal.SIGINT)
-
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        try:
-            t = threading.Thread(target=interrupt)
-            t.start()
-            with pytest.raises(KeyboardInterrupt):
-                lock.acquire()
-            t.join(10)
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        interrupt_when(lambda: blocked(named(r, client).get(own, {})), lock.acquire, "the acquire waiting on the server")
         r.client_unpause()
         wait_until(lambda: r.exists(name) == 0, timeout=10, what="the interrupted acquire to be undone")
         assert lock.hold_count() == 0
