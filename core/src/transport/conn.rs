@@ -153,7 +153,7 @@ impl Conn {
         if !HostLink::polling_here() {
             return None;
         }
-        let thread = std::thread::current().id();
+        let thread = super::host::this_thread();
         {
             let hosts = self.inner.hosts.read().unwrap();
             if let Some(entry) = hosts.iter().find(|entry| entry.link.thread() == thread) {

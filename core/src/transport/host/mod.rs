@@ -30,6 +30,8 @@ use tokio::sync::oneshot;
 
 mod scope;
 
+pub(crate) use scope::this_thread;
+
 
 /// Where the host connects its socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +135,7 @@ impl HostLink {
         }
         state.handshake = handshake.len();
         let shared = Shared {
-            thread: std::thread::current().id(),
+            thread: scope::this_thread(),
             address,
             connect_timeout,
             state: Mutex::new(state),

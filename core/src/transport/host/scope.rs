@@ -9,6 +9,13 @@ thread_local! {
     /// Inside [`HostLink::driving`]: links made for this thread's host on demand,
     /// which the host has not taken yet.
     static DRIVEN: std::cell::RefCell<Option<Vec<HostLink>>> = const { std::cell::RefCell::new(None) };
+    /// This thread's id, read per request (`std::thread::current` clones a handle).
+    static THREAD: std::thread::ThreadId = std::thread::current().id();
+}
+
+/// The calling thread's id.
+pub(crate) fn this_thread() -> std::thread::ThreadId {
+    THREAD.with(|id| *id)
 }
 
 impl HostLink {
@@ -29,7 +36,7 @@ impl HostLink {
     /// True when a call polled here may send on the link: on the host's thread,
     /// inside [`HostLink::polling`].
     pub(crate) fn usable_here(&self) -> bool {
-        POLLING.get() && std::thread::current().id() == self.shared.thread
+        POLLING.get() && this_thread() == self.shared.thread
     }
 
     /// [`HostLink::polling`] for a host that does the I/O of every client it calls
