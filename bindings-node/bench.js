@@ -12,6 +12,11 @@
 // latency (release call -> next waiter's acquire resolved) p50/p99, longest wait, lost
 // updates of a non-atomic counter.
 //
+// Beside them, in the uncontended phases, the protocol's floor: ferrolock's own scripts
+// sent by ioredis (scripts/floor.js), which tells how much of a gap to redis-semaphore
+// is the Redisson protocol with an idempotent release, and how much is our client.
+// (scripts/server-cost.js counts what each library's cycle costs the server in instructions.)
+//
 // Then Redlock: five more redis-servers (independent masters), and ferrolock's Redlock
 // (Redlock.connect(urls).lock(name): Lock.multi with quorum 'majority') against
 // node-redlock's Redlock over the first 3 and over all 5 (one client per server):
@@ -25,6 +30,7 @@ const { Mutex } = require('redis-semaphore');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { Client, Redlock: FerroRedlock } = require('.');
 const { startRedis } = require('./test/helpers');
+const { protocolFloor } = require('./scripts/floor');
 
 const UNCONTENDED = Number(process.env.BENCH_CYCLES || 2000);
 const WORKERS = 8;
@@ -240,6 +246,8 @@ async function main() {
         },
       },
     ];
+    const floor = protocolFloor(mkRedis());
+    impls.push(floor);
     const pingRedis = mkRedis();
     const rtt = await pingRtt(pingRedis, UNCONTENDED);
     // The machine may be shared: measure PING again right before each run, and
@@ -272,6 +280,9 @@ async function main() {
       semaphore: unc.ferrolock.perSec / unc['redis-semaphore Mutex'].perSec,
     };
     out(`  ferrolock / node-redlock: ${single.redlock.toFixed(2)}x   ferrolock / redis-semaphore: ${single.semaphore.toFixed(2)}x`);
+    single.floor = unc.ferrolock.perSec / unc[floor.name].perSec;
+    single.floorVsSemaphore = unc[floor.name].perSec / unc['redis-semaphore Mutex'].perSec;
+    out(`  ferrolock / floor: ${single.floor.toFixed(2)}x   floor / redis-semaphore: ${single.floorVsSemaphore.toFixed(2)}x (what the protocol allows against it with ioredis)`);
     out('');
     const perWorker = Math.ceil(UNCONTENDED / 4);
     out(`Uncontended acquire+release, ${CONCURRENT} concurrent async workers on their own lock names, ${ROUNDS} rounds of ${perWorker} cycles each, taking turns:`);
@@ -305,12 +316,16 @@ async function main() {
     out(`  ferrolock / node-redlock: ${eight.redlock.toFixed(2)}x   ferrolock / redis-semaphore: ${eight.semaphore.toFixed(2)}x`);
     const serverRatio = conc.ferrolock.serverPerCycle / conc['node-redlock v5'].serverPerCycle;
     out(`  server CPU per cycle, ferrolock / node-redlock: ${serverRatio.toFixed(2)} (target <= 1.00)`);
+    eight.floor = conc.ferrolock.perSec / conc[floor.name].perSec;
+    eight.floorVsSemaphore = conc[floor.name].perSec / conc['redis-semaphore Mutex'].perSec;
+    out(`  ferrolock / floor: ${eight.floor.toFixed(2)}x   floor / redis-semaphore: ${eight.floorVsSemaphore.toFixed(2)}x;` +
+      ` client CPU per cycle, ferrolock / floor: ${(conc.ferrolock.clientPerCycle / conc[floor.name].clientPerCycle).toFixed(2)}`);
     out('');
     out(`Contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms (non-atomic counter):`);
     out('  (hand-off: release() called -> a worker that was already waiting gets the lock; gap: mean time per');
     out('   section with nobody inside; re-acquisitions by the releasing worker itself are not hand-offs)');
     out(`  ${'library'.padEnd(22)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'gap'.padStart(8)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'lost upd.'.padStart(9)} ${'failed acq.'.padStart(11)}`);
-    for (const impl of impls) {
+    for (const impl of impls.filter((i) => i !== floor)) { // the floor does not wait
       const r = await contended(impl);
       const gap = (r.wallMs * (1 - r.efficiency)) / (WORKERS * SECTIONS);
       out(`  ${impl.name.padEnd(22)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(gap.toFixed(2) + ' ms').padStart(8)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(r.lost).padStart(9)} ${String(r.failedAttempts).padStart(11)}`);
@@ -320,6 +335,8 @@ async function main() {
     }
     out('');
     await redlockSection(out);
+    out(`protocol floor: ferrolock / floor single ${single.floor.toFixed(2)}x, 8 workers ${eight.floor.toFixed(2)}x; ` +
+      `floor / redis-semaphore single ${single.floorVsSemaphore.toFixed(2)}x, 8 workers ${eight.floorVsSemaphore.toFixed(2)}x`);
     // Last line, for scripts and issue notes.
     out(`ratios: single vs node-redlock ${single.redlock.toFixed(2)}x, vs redis-semaphore ${single.semaphore.toFixed(2)}x; ` +
       `8 workers vs node-redlock ${eight.redlock.toFixed(2)}x, vs redis-semaphore ${eight.semaphore.toFixed(2)}x`);

@@ -1,0 +1,62 @@
+'use strict';
+// The protocol's floor, for the benchmarks (bench.js, scripts/server-cost.js): ferrolock's
+// own acquire and release scripts (Redisson's hash with its lease, and the release's
+// unlock latch that makes a retried release idempotent), sent by ioredis, which is
+// redis-semaphore's and node-redlock's client stack, with the keys and arguments core
+// sends, the latches deleted in batches as core's sweeper does (one UNLINK per 5 ms).
+// No client of this protocol can make the server do less for it: set beside a peer, it
+// tells how much of a gap is the protocol and how much is the client.
+//
+// `scripts` replaces the Lua (server-cost.js takes the cost apart with variants).
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { randomUUID } = require('node:crypto');
+
+const SCRIPTS = path.join(__dirname, '..', '..', 'core', 'src', 'scripts', 'lock');
+
+function ourScripts() {
+  const read = (file) => fs.readFileSync(path.join(SCRIPTS, file), 'utf8');
+  return { acquire: read('acquire.lua'), release: read('release.lua') };
+}
+
+function protocolFloor(redis, { name = 'floor: ioredis + our Lua', scripts = ourScripts() } = {}) {
+  const acquireCmd = `ferroAcquire${randomUUID().slice(0, 8)}`;
+  const releaseCmd = `ferroRelease${randomUUID().slice(0, 8)}`;
+  redis.defineCommand(acquireCmd, { numberOfKeys: 1, lua: scripts.acquire });
+  redis.defineCommand(releaseCmd, { numberOfKeys: 3, lua: scripts.release });
+  const clientId = randomUUID();
+  let holders = 0;
+  let requests = 0;
+  let latches = [];
+  return {
+    name,
+    async handle(key) {
+      const owner = `${clientId}:${++holders}`;
+      const channel = `redisson_lock__channel:{${key}}`;
+      const latchPrefix = `redisson_unlock_latch:{${key}}:${clientId}:`;
+      return {
+        acquire: async () => {
+          const reply = await redis[acquireCmd](key, '30000', owner);
+          if (typeof reply !== 'number') throw new Error(`floor: ${key} is held by someone else`);
+          return reply;
+        },
+        release: async () => {
+          const latch = latchPrefix + ++requests;
+          const reply = await redis[releaseCmd](key, channel, latch, owner, '30000', 'publish', '5000', '1');
+          if (reply !== 1) throw new Error(`floor: release of ${key} answered ${reply}`);
+          latches.push(latch);
+          if (latches.length === 1) {
+            setTimeout(() => {
+              const batch = latches;
+              latches = [];
+              redis.unlink(...batch).catch(() => {}); // they expire by themselves
+            }, 5);
+          }
+        },
+      };
+    },
+  };
+}
+
+module.exports = { protocolFloor, ourScripts };
