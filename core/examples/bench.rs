@@ -14,7 +14,7 @@ mod measure;
 use std::time::Duration;
 
 use ferrolock::{Client, Lock};
-use measure::{contended, ms, process_cpu, run_for, script_calls, server_cpu, uncontended};
+use measure::{contended, ms, process_cpu, run_for, script_calls, server_cpu, uncontended_with_floor};
 
 const SECTIONS: [&str; 5] = ["uncontended", "contended", "throughput", "watchdog", "family"];
 
@@ -40,12 +40,18 @@ async fn main() {
 
     // Every section compares with the PING round-trip of this run.
     let lock = client.lock("bench:uncontended").unwrap();
-    let (rtt, cycle) = uncontended(&mut raw, &lock).await;
+    let (rtt, cycle, floor) = uncontended_with_floor(&mut raw, &lock, "bench:uncontended:floor").await;
     if run("uncontended") {
-        println!("== uncontended, one holder");
+        println!("== uncontended, one holder (the median of 9 rounds, PINGs and cycles taking turns)");
         println!("PING round-trip p50             {}", ms(rtt));
         println!("acquire+release cycle           {}  ({:.0} cycles/s)", ms(cycle), 1.0 / cycle.as_secs_f64());
         println!("cycle / (2 x PING p50)          {:.2}   (target <= 1.25)", cycle.as_secs_f64() / (2.0 * rtt.as_secs_f64()));
+        println!(
+            "protocol floor cycle            {}  = {:.2} x 2 PING; ferrolock / floor {:.2} (our scripts sent by redis-rs alone)",
+            ms(floor),
+            floor.as_secs_f64() / (2.0 * rtt.as_secs_f64()),
+            cycle.as_secs_f64() / floor.as_secs_f64()
+        );
     }
     if run("contended") {
         contention(&url, &client, &mut raw).await;

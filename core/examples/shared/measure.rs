@@ -45,24 +45,124 @@ pub fn process_cpu() -> Option<f64> {
 }
 
 /// PING round-trip p50 on `raw` and the mean acquire+release cycle of `lock`
-/// (after a warm-up), measured back to back.
+/// (after a warm-up), in rounds that take turns: this VM's speed drifts within
+/// seconds, so a PING measured once before all the cycles is compared with a
+/// different machine. Answers the round whose cycle / PING ratio is the median.
 pub async fn uncontended(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock) -> (Duration, Duration) {
-    let mut pings = Vec::with_capacity(5000);
-    for _ in 0..5000 {
-        let t = Instant::now();
-        let _: String = redis::cmd("PING").query_async(raw).await.unwrap();
-        pings.push(t.elapsed());
-    }
-    pings.sort();
+    let (rtt, cycle, _) = rounds(raw, lock, None).await;
+    (rtt, cycle)
+}
+
+/// The same, with a third turn per round: the protocol's floor, core's own acquire and
+/// release scripts sent on `raw` by redis-rs alone (keys and arguments as core sends
+/// them, on a lock named `floor_name`), the cycle no client of this protocol can beat
+/// by more than its own overhead.
+pub async fn uncontended_with_floor(
+    raw: &mut redis::aio::MultiplexedConnection,
+    lock: &Lock,
+    floor_name: &str,
+) -> (Duration, Duration, Duration) {
+    let (rtt, cycle, floor) = rounds(raw, lock, Some(floor_name)).await;
+    (rtt, cycle, floor.unwrap())
+}
+
+async fn rounds(
+    raw: &mut redis::aio::MultiplexedConnection,
+    lock: &Lock,
+    floor_name: Option<&str>,
+) -> (Duration, Duration, Option<Duration>) {
+    const ROUNDS: usize = 9;
+    const PER_ROUND: u32 = 600;
+    let mut floor = floor_name.map(Floor::new);
     for _ in 0..500 {
         lock.acquire().await.unwrap().release().await.unwrap();
+        let _: String = redis::cmd("PING").query_async(raw).await.unwrap();
+        if let Some(floor) = floor.as_mut() {
+            floor.cycle(raw).await;
+        }
     }
-    let cycles = 5000;
-    let t = Instant::now();
-    for _ in 0..cycles {
-        lock.acquire().await.unwrap().release().await.unwrap();
+    let mut rounds = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let mut pings = Vec::with_capacity(PER_ROUND as usize);
+        for _ in 0..PER_ROUND {
+            let t = Instant::now();
+            let _: String = redis::cmd("PING").query_async(raw).await.unwrap();
+            pings.push(t.elapsed());
+        }
+        pings.sort();
+        let t = Instant::now();
+        for _ in 0..PER_ROUND {
+            lock.acquire().await.unwrap().release().await.unwrap();
+        }
+        let cycle = t.elapsed() / PER_ROUND;
+        let mut floor_cycle = None;
+        if let Some(floor) = floor.as_mut() {
+            let t = Instant::now();
+            for _ in 0..PER_ROUND {
+                floor.cycle(raw).await;
+            }
+            floor_cycle = Some(t.elapsed() / PER_ROUND);
+            floor.delete_latches(raw).await;
+        }
+        rounds.push((percentile(&pings, 0.5), cycle, floor_cycle));
     }
-    (percentile(&pings, 0.5), t.elapsed() / cycles)
+    rounds.sort_by(|a, b| (a.1.as_secs_f64() / a.0.as_secs_f64()).total_cmp(&(b.1.as_secs_f64() / b.0.as_secs_f64())));
+    rounds[ROUNDS / 2]
+}
+
+/// Core's RLock scripts driven by hand (see `uncontended_with_floor`).
+struct Floor {
+    acquire: redis::Script,
+    release: redis::Script,
+    name: String,
+    channel: String,
+    owner: String,
+    requests: u64,
+    latches: Vec<String>,
+}
+
+impl Floor {
+    fn new(name: &str) -> Floor {
+        Floor {
+            acquire: redis::Script::new(include_str!("../../src/scripts/lock/acquire.lua")),
+            release: redis::Script::new(include_str!("../../src/scripts/lock/release.lua")),
+            name: name.to_string(),
+            channel: format!("redisson_lock__channel:{{{name}}}"),
+            owner: "00000000-0000-4000-8000-000000000000:1".to_string(),
+            requests: 0,
+            latches: Vec::new(),
+        }
+    }
+
+    async fn cycle(&mut self, raw: &mut redis::aio::MultiplexedConnection) {
+        let count: i64 = self.acquire.key(&self.name).arg(30_000).arg(&self.owner).invoke_async(raw).await.unwrap();
+        assert_eq!(count, 1, "the floor's lock {} is not free", self.name);
+        self.requests += 1;
+        let latch = format!("redisson_unlock_latch:{{{}}}:{}:{}", self.name, self.owner, self.requests);
+        let released: i64 = self
+            .release
+            .key(&self.name)
+            .key(&self.channel)
+            .key(&latch)
+            .arg(&self.owner)
+            .arg(30_000)
+            .arg("publish")
+            .arg(5_000)
+            .arg(1)
+            .invoke_async(raw)
+            .await
+            .unwrap();
+        assert_eq!(released, 1);
+        self.latches.push(latch);
+    }
+
+    /// Core deletes its latches in the background; here between rounds, untimed.
+    async fn delete_latches(&mut self, raw: &mut redis::aio::MultiplexedConnection) {
+        if !self.latches.is_empty() {
+            let _: i64 = redis::cmd("UNLINK").arg(&self.latches).query_async(raw).await.unwrap();
+            self.latches.clear();
+        }
+    }
 }
 
 /// 8 holders x 200 critical sections of 1 ms on `locks`: efficiency, hand-off
