@@ -13,7 +13,7 @@
 // updates of a non-atomic counter.
 //
 // Beside them, in the uncontended phases, the protocol's floor: ferrolock's own scripts
-// sent by ioredis (scripts/floor.js), which tells how much of a gap to redis-semaphore
+// sent by ioredis (scripts/libraries.js), which tells how much of a gap to redis-semaphore
 // is the Redisson protocol with an idempotent release, and how much is our client.
 // (scripts/server-cost.js counts what each library's cycle costs the server in instructions.)
 //
@@ -26,11 +26,10 @@
 
 const Redis = require('ioredis');
 const Redlock = require('redlock').default;
-const { Mutex } = require('redis-semaphore');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { Client, Redlock: FerroRedlock } = require('.');
 const { startRedis } = require('./test/helpers');
-const { protocolFloor } = require('./scripts/floor');
+const { cycles, ferrolock, nodeRedlock, redisSemaphore, protocolFloor } = require('./scripts/libraries');
 
 const UNCONTENDED = Number(process.env.BENCH_CYCLES || 2000);
 const WORKERS = 8;
@@ -84,24 +83,20 @@ const CONCURRENT = 8;
 async function concurrentHandles(impl) {
   const handles = await Promise.all(
     Array.from({ length: CONCURRENT }, (_, i) => impl.handle(`bench:concurrent:${impl.name}:${i}`)));
-  await Promise.all(handles.map((h) => cycleLoop(h, 200)));
+  await Promise.all(handles.map((h) => cycles(h, 200)));
   return handles;
-}
-
-async function cycleLoop(h, n) {
-  for (let i = 0; i < n; i++) await h.release(await h.acquire());
 }
 
 async function uncontendedConcurrent(handles, perWorker, statsRedis) {
   const server0 = await serverCpu(statsRedis);
   const client0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(handles.map((h) => cycleLoop(h, perWorker)));
+  await Promise.all(handles.map((h) => cycles(h, perWorker)));
   const ms = performance.now() - t0;
   const client = process.cpuUsage(client0);
   const server = (await serverCpu(statsRedis)) - server0;
-  const cycles = CONCURRENT * perWorker;
-  return { perSec: (cycles / ms) * 1000, cycles, clientUs: client.user + client.system, serverUs: server * 1e6 };
+  const done = CONCURRENT * perWorker;
+  return { perSec: (done / ms) * 1000, cycles: done, clientUs: client.user + client.system, serverUs: server * 1e6 };
 }
 
 async function contended(impl) {
@@ -222,32 +217,8 @@ async function main() {
   };
   const client = await Client.connect(server.url);
   try {
-    const impls = [
-      {
-        name: 'ferrolock',
-        async handle(key) {
-          const lock = client.lock(key);
-          return { acquire: () => lock.acquire(), release: (hold) => hold.release() };
-        },
-      },
-      {
-        name: 'node-redlock v5',
-        redlock: new Redlock([mkRedis()]), // default settings: retryCount 10, retryDelay 200 ms, jitter 100 ms
-        async handle(key) {
-          return { acquire: () => this.redlock.acquire([key], 10_000), release: (lock) => lock.release() };
-        },
-      },
-      {
-        name: 'redis-semaphore Mutex',
-        redis: mkRedis(),
-        async handle(key) {
-          const mutex = new Mutex(this.redis, key); // defaults: retryInterval 10 ms, lockTimeout 10 s
-          return { acquire: () => mutex.acquire(), release: () => mutex.release() };
-        },
-      },
-    ];
     const floor = protocolFloor(mkRedis());
-    impls.push(floor);
+    const impls = [ferrolock(client), nodeRedlock(mkRedis()), redisSemaphore(mkRedis()), floor];
     const pingRedis = mkRedis();
     const rtt = await pingRtt(pingRedis, UNCONTENDED);
     // The machine may be shared: measure PING again right before each run, and

@@ -8,24 +8,21 @@
 //   node scripts/server-cost.js        (needs valgrind; ~1 minute)
 //
 // Besides ferrolock, node-redlock v5 and redis-semaphore's Mutex, it runs the protocol's
-// floor (scripts/floor.js: our scripts sent by ioredis) and two variants of it that take
+// floor (scripts/libraries.js: our scripts sent by ioredis) and two variants of it that take
 // the cost apart: the same EVALSHA calls with the same keys and arguments whose scripts do
 // nothing (what Redis charges to call a script at all), and the release without its unlock
 // latch (what the idempotent release costs); and two PINGs, what any two requests cost.
-// Only user-space instructions are counted:
-// the kernel's socket work per request (the same two requests per cycle for all of them)
-// is not, which is why bench.js's CPU-second ratios are closer together than these.
+// Only user-space instructions are counted: the kernel's socket work per request (the
+// same two requests per cycle for all of them) is not, which is why bench.js's
+// CPU-second ratios are closer together than these.
 
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { once } = require('node:events');
 const Redis = require('ioredis');
-const Redlock = require('redlock').default;
-const { Mutex } = require('redis-semaphore');
 const { Client } = require('..');
-const { protocolFloor, ourScripts } = require('./floor');
+const { cycles, ferrolock, nodeRedlock, redisSemaphore, protocolFloor, ourScripts } = require('./libraries');
+const { startRedis } = require('../test/helpers');
 
 const WORKERS = 8;
 const CYCLES = Number(process.env.COST_CYCLES || 250); // per worker
@@ -37,38 +34,6 @@ if not redis.call('hget', KEYS[1], ARGV[1]) then return nil end
 redis.call('del', KEYS[1])
 redis.call('publish', KEYS[2], '0')
 return 1`;
-
-function freePort() {
-  const net = require('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startServerUnderCallgrind(dir) {
-  const port = await freePort();
-  const proc = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${path.join(dir, 'callgrind.out')}`,
-    'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-  { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  const ready = new Promise((resolve, reject) => {
-    const onData = (d) => {
-      log += d;
-      if (log.includes('Ready to accept connections')) resolve();
-    };
-    proc.stdout.on('data', onData);
-    proc.stderr.on('data', onData);
-    proc.on('exit', (code) => reject(new Error(`valgrind redis-server exited (${code}):\n${log}`)));
-    proc.on('error', (e) => reject(new Error(`cannot run valgrind (apt-get install valgrind): ${e.message}`)));
-  });
-  await ready;
-  return { port, url: `redis://127.0.0.1:${port}`, proc };
-}
 
 // Instructions since the last zeroing: a dump named `label`, read back from its file.
 function dump(pid, dir, label) {
@@ -84,13 +49,14 @@ function dump(pid, dir, label) {
   throw new Error(`no callgrind dump named ${label} in ${dir}`);
 }
 
-async function cycles(h, n) {
-  for (let i = 0; i < n; i++) await h.release(await h.acquire());
-}
-
 async function main() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-server-cost-'));
-  const server = await startServerUnderCallgrind(dir);
+  try {
+    execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('server-cost.js needs valgrind (apt-get install valgrind)');
+  }
+  const server = await startRedis([], { under: (dir) => ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(dir, 'callgrind.out')}`] });
+  const { dir } = server;
   const conns = [];
   const ioredis = () => {
     const r = new Redis(server.port, '127.0.0.1');
@@ -99,22 +65,14 @@ async function main() {
   };
   const client = await Client.connect(server.url);
   try {
+    const pinger = ioredis();
     const libraries = [
-      { name: 'ferrolock', handle: async (k) => { const l = client.lock(k); return { acquire: () => l.acquire(), release: (h) => h.release() }; } },
+      ferrolock(client),
       protocolFloor(ioredis()),
-      (() => {
-        const rl = new Redlock([ioredis()]);
-        return { name: 'node-redlock v5', handle: async (k) => ({ acquire: () => rl.acquire([k], 10_000), release: (l) => l.release() }) };
-      })(),
-      (() => {
-        const r = ioredis();
-        return { name: 'redis-semaphore Mutex', handle: async (k) => { const m = new Mutex(r, k); return { acquire: () => m.acquire(), release: () => m.release() }; } };
-      })(),
+      nodeRedlock(ioredis()),
+      redisSemaphore(ioredis()),
       protocolFloor(ioredis(), { name: 'floor, scripts doing nothing', scripts: NOTHING }),
-      (() => {
-        const r = ioredis();
-        return { name: 'two PINGs, no lock', handle: async () => ({ acquire: () => r.ping(), release: () => r.ping() }) };
-      })(),
+      { name: 'two PINGs, no lock', handle: async () => ({ acquire: () => pinger.ping(), release: () => pinger.ping() }) },
       protocolFloor(ioredis(), { name: 'floor, release without latch', scripts: { ...ourScripts(), release: NO_LATCH_RELEASE } }),
     ];
     const perCycle = {};
@@ -144,9 +102,7 @@ async function main() {
   } finally {
     await client.close();
     for (const r of conns) r.disconnect();
-    server.proc.kill('SIGTERM');
-    await once(server.proc, 'exit');
-    fs.rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   }
 }
 

@@ -40,9 +40,10 @@ process.on('exit', () => {
  * With `sentinel` (lines of a sentinel config, such as `sentinel monitor ...`), starts
  * a sentinel instead: `redis-server <conf> --sentinel`, the conf holding `port` and
  * `bind 127.0.0.1` and those lines (a sentinel rewrites its conf: it lives in the
- * server's temp dir).
+ * server's temp dir). With `under(dir)`, the server runs under the command it answers
+ * (a benchmark runs it under valgrind, writing into the server's temp dir, `dir` here too).
  */
-async function startRedis(extraArgs = [], { sentinel } = {}) {
+async function startRedis(extraArgs = [], { sentinel, under } = {}) {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-node-test-'));
@@ -58,7 +59,8 @@ async function startRedis(extraArgs = [], { sentinel } = {}) {
         ...extraArgs,
       ];
     }
-    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const command = [...(under ? under(dir) : []), 'redis-server', ...args];
+    const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(proc);
     proc.on('exit', () => running.delete(proc));
     let log = '';
@@ -88,6 +90,7 @@ async function startRedis(extraArgs = [], { sentinel } = {}) {
       port,
       url: `redis://127.0.0.1:${port}`,
       proc,
+      dir,
       async stop() {
         if (proc.exitCode === null && proc.signalCode === null) {
           const exited = once(proc, 'exit');

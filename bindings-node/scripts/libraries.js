@@ -1,5 +1,9 @@
 'use strict';
-// The protocol's floor, for the benchmarks (bench.js, scripts/server-cost.js): ferrolock's
+// The libraries the benchmarks (bench.js, scripts/server-cost.js) compare, each as
+// { name, handle(key) -> { acquire(), release(what acquire answered) } }: ferrolock,
+// node-redlock v5 and redis-semaphore's Mutex at their default settings, and the protocol's floor.
+//
+// The floor: ferrolock's
 // own acquire and release scripts (Redisson's hash with its lease, and the release's
 // unlock latch that makes a retried release idempotent), sent by ioredis, which is
 // redis-semaphore's and node-redlock's client stack, with the keys and arguments core
@@ -12,6 +16,40 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { randomUUID } = require('node:crypto');
+const Redlock = require('redlock').default;
+const { Mutex } = require('redis-semaphore');
+
+function ferrolock(client) {
+  return {
+    name: 'ferrolock',
+    async handle(key) {
+      const lock = client.lock(key);
+      return { acquire: () => lock.acquire(), release: (hold) => hold.release() };
+    },
+  };
+}
+
+// Default settings: retryCount 10, retryDelay 200 ms, jitter 100 ms; TTL 10 s.
+function nodeRedlock(redis) {
+  const redlock = new Redlock([redis]);
+  return {
+    name: 'node-redlock v5',
+    async handle(key) {
+      return { acquire: () => redlock.acquire([key], 10_000), release: (lock) => lock.release() };
+    },
+  };
+}
+
+// Defaults: retryInterval 10 ms, lockTimeout 10 s.
+function redisSemaphore(redis) {
+  return {
+    name: 'redis-semaphore Mutex',
+    async handle(key) {
+      const mutex = new Mutex(redis, key);
+      return { acquire: () => mutex.acquire(), release: () => mutex.release() };
+    },
+  };
+}
 
 const SCRIPTS = path.join(__dirname, '..', '..', 'core', 'src', 'scripts', 'lock');
 
@@ -59,4 +97,9 @@ function protocolFloor(redis, { name = 'floor: ioredis + our Lua', scripts = our
   };
 }
 
-module.exports = { protocolFloor, ourScripts };
+// n acquire+release cycles of one handle, one after the other.
+async function cycles(handle, n) {
+  for (let i = 0; i < n; i++) await handle.release(await handle.acquire());
+}
+
+module.exports = { cycles, ferrolock, nodeRedlock, redisSemaphore, protocolFloor, ourScripts };
