@@ -52,6 +52,8 @@ struct Io {
     js_queued: bool,
     /// Output for JS to write (on its flush), in order before any later output.
     left: Vec<u8>,
+    /// The link's output being written (kept for its capacity).
+    out: Vec<u8>,
 }
 
 impl Host {
@@ -66,7 +68,7 @@ impl Host {
             ferrolock::HostAddress::Tcp { host, port } => (Some(host.clone()), Some(u32::from(*port)), None),
             ferrolock::HostAddress::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
         };
-        let io = Mutex::new(Io { fd: None, js_queued: true, left: Vec::new() }); // the handshake goes through JS
+        let io = Mutex::new(Io { fd: None, js_queued: true, left: Vec::new(), out: Vec::new() }); // the handshake goes through JS
         let state = Arc::new(Host { link, wake: wake.create_ref()?, scheduled: AtomicBool::new(false), io });
         let executor = Executor::here(env)?;
         let weak = Arc::downgrade(&state);
@@ -112,7 +114,7 @@ impl Host {
             self.io.lock().unwrap().forget_fd();
             return CLOSE;
         }
-        if self.write(self.link.take_output()) {
+        if self.write_output() {
             FLUSHED
         } else {
             JS_WRITES
@@ -130,19 +132,21 @@ impl Host {
         BufferSlice::copy_from(env, left)
     }
 
-    /// Writes `out` straight to the socket if nothing is queued before it (in JS, or
-    /// left for it); what the socket does not take now is left for JS, in order.
-    /// True if all of it is out.
-    fn write(&self, out: Vec<u8>) -> bool {
-        if out.is_empty() {
-            return true;
-        }
+    /// Writes the link's output straight to the socket if nothing is queued before
+    /// it (in JS, or left for it); what the socket does not take now is left for
+    /// JS, in order. True if nothing is left for JS.
+    fn write_output(&self) -> bool {
         let mut io = self.io.lock().unwrap();
+        let io = &mut *io;
+        self.link.swap_output(&mut io.out);
+        if io.out.is_empty() {
+            return io.left.is_empty();
+        }
         let written = match io.fd {
-            Some(fd) if !io.js_queued && io.left.is_empty() => write_fd(fd, &out),
+            Some(fd) if !io.js_queued && io.left.is_empty() => write_fd(fd, &io.out),
             _ => 0,
         };
-        io.left.extend_from_slice(&out[written..]);
+        io.left.extend_from_slice(&io.out[written..]);
         io.left.is_empty()
     }
 
@@ -231,7 +235,7 @@ fn schedule_flush(executor: &Executor, host: &Weak<Host>) {
         if state.scheduled.load(Ordering::Acquire) {
             return;
         }
-        if state.link.closed().is_none() && state.write(state.link.take_output()) {
+        if state.link.closed().is_none() && state.write_output() {
             return;
         }
         state.scheduled.store(true, Ordering::Release);

@@ -60,6 +60,23 @@ test('calls made on the JS thread send on the host connection', async () => {
   }
 });
 
+test('the unlock latches of releases made on the JS thread are deleted on the host connection, not by core\'s', async () => {
+  const client = await Client.connect(server.url);
+  try {
+    const lock = client.lock('host:latches');
+    const core = await coreConnection(client, lock);
+    const id = await hostConnection(client, lock, core);
+    // More than one batch (32): one UNLINK goes with the calls, the rest at the host's next check.
+    for (let i = 0; i < 40; i++) await (await lock.acquire()).release();
+    await eventually(async () => (await redis.keys('redisson_unlock_latch:*')).length === 0, { what: 'every latch deleted' });
+    const conns = await named(client);
+    assert.equal(conns.find((c) => c.id === core)?.cmd, 'pttl', `core's connection sent nothing since: ${JSON.stringify(conns)}`);
+    assert.ok(conns.some((c) => c.id === id), 'the host connection is still up');
+  } finally {
+    await client.close();
+  }
+});
+
 test('a host connection killed under a call: the call settles once on core\'s connection, and a new one comes', async () => {
   const client = await Client.connect(server.url);
   try {

@@ -34,7 +34,7 @@ pub(crate) struct Ctx {
     pub held: Registry,
     /// The one timer that reports held holds lost at their local deadlines.
     pub deadlines: Arc<Deadlines>,
-    pub latches: ReplyLatches,
+    latches: ReplyLatches,
     pub shutdown: watch::Sender<bool>,
     next_holder: AtomicU64,
     next_request: AtomicU64,
@@ -88,6 +88,21 @@ impl Ctx {
     pub fn conn(&self) -> Result<Conn> {
         self.check_process()?;
         self.conn.read().unwrap().clone().ok_or_else(Error::shut_down)
+    }
+
+    /// Deletes an answered request's reply latch later: on the host link of the
+    /// event loop polling this call if it has one (transport/host), else by the
+    /// client's sweeper.
+    pub fn remove_latch_later(&self, latch: Vec<u8>) {
+        let link = self.conn.read().unwrap().as_ref().and_then(Conn::polled_host_here);
+        let latch = match link {
+            Some(link) => match link.remove_latch(latch, self.config.response_timeout) {
+                Ok(()) => return,
+                Err(latch) => latch,
+            },
+            None => latch,
+        };
+        self.latches.remove_later(latch);
     }
 
     pub fn is_shut_down(&self) -> bool {
@@ -152,6 +167,9 @@ impl Ctx {
         // references so that nothing keeps this client alive any more.
         self.held.clear();
         let conn = self.conn.write().unwrap().take();
+        for latch in conn.iter().flat_map(Conn::take_host_latches) {
+            self.latches.remove_later(latch);
+        }
         let _ = tokio::time::timeout(self.config.response_timeout, self.latches.flush()).await;
         for task in std::mem::take(&mut *self.tasks.lock().unwrap()) {
             task.abort();

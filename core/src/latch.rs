@@ -88,7 +88,7 @@ impl CountDownLatch {
                 Instant::now() + ctx.config.retry_window,
             )
             .await?;
-            ctx.latches.remove_later(latch);
+            ctx.remove_latch_later(latch);
             Ok(left.max(0) as u64)
         })
         .await

@@ -59,6 +59,22 @@ impl Host {
         }
     }
 
+    /// Writes what waits and reads until every request of the link is answered.
+    fn settle(&mut self) {
+        self.socket.write_all(&self.link.take_output()).unwrap();
+        let mut buf = [0u8; 4096];
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while self.link.in_flight() > 0 && self.link.closed().is_none() {
+            assert!(Instant::now() < give_up, "no reply");
+            match self.socket.read(&mut buf) {
+                Ok(0) => self.link.close("the server closed the connection"),
+                Ok(n) => self.link.feed(&buf[..n]),
+                Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
     fn local_port(&self) -> u16 {
         self.socket.local_addr().unwrap().port()
     }
@@ -156,6 +172,65 @@ async fn calls_polled_on_the_host_thread_send_on_its_link_with_auth_and_db() {
     assert_eq!(redis::cmd("EXISTS").arg("host:a").query_async::<i64>(&mut raw).await.unwrap(), 0);
     host.link.close("test over");
     client.shutdown().await.unwrap();
+}
+
+async fn latch_count(raw: &mut redis::aio::MultiplexedConnection) -> usize {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("redisson_unlock_latch:*").query_async(raw).await.unwrap();
+    keys.len()
+}
+
+/// `cycles` acquire+release cycles of `lock` polled on `host`'s thread.
+async fn cycles_on(host: Host, lock: &ferrolock::Lock, cycles: usize) -> Host {
+    let lock = lock.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut host = host;
+        for _ in 0..cycles {
+            host.run(lock.acquire_hold(AcquireOptions::default())).unwrap().unwrap();
+            assert_eq!(host.run(lock.release()).unwrap(), Released::Unlocked);
+        }
+        host
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_polled_on_the_host_delete_their_latches_on_its_link_in_batches() {
+    let server = RedisServer::start();
+    let client = client(&server.url(), 30_000).await;
+    let lock = client.lock("host:latches").unwrap();
+    let mut raw = server.raw().await;
+    let host = {
+        let (client, runtime) = (client.clone(), tokio::runtime::Handle::current());
+        tokio::task::spawn_blocking(move || {
+            let mut host = Host::open(&client, runtime);
+            host.handshake();
+            host
+        })
+        .await
+        .unwrap()
+    };
+    // 40 releases: the first 32 latches go in one UNLINK on the link (answered before
+    // the later calls' replies), 8 stay gathered until the host's next check.
+    let host = cycles_on(host, &lock, 40).await;
+    assert_eq!(latch_count(&mut raw).await, 8, "one UNLINK of 32 went over the link, the rest is gathered");
+    let port = host.local_port();
+    let host = tokio::task::spawn_blocking(move || {
+        let mut host = host;
+        assert!(!host.link.expire_overdue(), "nothing is overdue");
+        host.settle();
+        host
+    })
+    .await
+    .unwrap();
+    assert_eq!(latch_count(&mut raw).await, 0, "the host's check sent the rest");
+    assert!(connection_from(&mut raw, port).await.contains(" cmd=unlink "), "on the host's socket");
+    // Latches still gathered when the client shuts down are deleted by its sweeper.
+    let host = cycles_on(host, &lock, 3).await;
+    assert_eq!(latch_count(&mut raw).await, 3);
+    client.shutdown().await.unwrap();
+    assert_eq!(latch_count(&mut raw).await, 0, "the client's sweeper deleted what the link had gathered");
+    drop(host);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -390,6 +390,6 @@ async fn release_script(
         }
     };
     // The latch only answers retries of this call, which are over now.
-    ctx.latches.remove_later(latch);
+    ctx.remove_latch_later(latch);
     ReleaseReply::decode(&reply)
 }

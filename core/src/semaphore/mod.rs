@@ -200,7 +200,7 @@ impl Semaphore {
                 Instant::now() + ctx.config.retry_window,
             )
             .await?;
-            ctx.latches.remove_later(latch);
+            ctx.remove_latch_later(latch);
             Ok(free.max(0) as u64)
         })
         .await
@@ -316,7 +316,7 @@ async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Take
     .await
     {
         Ok(1) => {
-            ctx.latches.remove_later(latch);
+            ctx.remove_latch_later(latch);
             Ok(Attempt::Acquired(Pending::new(Taken {
                 semaphore: semaphore.clone(),
                 permits,
@@ -360,7 +360,7 @@ async fn settle(semaphore: Semaphore, permits: u64, latch: Vec<u8>, until: Insta
             if gave_back == 1 {
                 tracing::info!(semaphore = %semaphore.name(), "an acquire whose reply was lost had taken {permits} permit(s); given back");
             }
-            ctx.latches.remove_later(latch);
+            ctx.remove_latch_later(latch);
         }
         Err(e) => {
             tracing::warn!(semaphore = %semaphore.name(), "{e}; if that acquire took permits they stay taken")

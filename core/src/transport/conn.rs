@@ -123,6 +123,20 @@ impl Conn {
         Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)) }
     }
 
+    /// This thread's host link, for a call polled by an event loop that opened it
+    /// (not a driving host's: its thread serves the link only while it blocks in a call).
+    pub fn polled_host_here(&self) -> Option<HostLink> {
+        if HostLink::driven_here() {
+            return None;
+        }
+        self.host_here()
+    }
+
+    /// The reply latches every host link still gathers (the client is closing).
+    pub fn take_host_latches(&self) -> Vec<Vec<u8>> {
+        self.inner.hosts.read().unwrap().iter().flat_map(|entry| entry.link.take_latches()).collect()
+    }
+
     /// A new connection for the calling thread's event loop (host.rs), replacing the
     /// one before (closed); `None` unless this is one server without TLS.
     pub fn attach_host(&self) -> Option<HostLink> {

@@ -20,7 +20,6 @@
 //! [`HostLink::address`]; the handshake (AUTH, SELECT, CLIENT SETNAME) is the first
 //! output, and requests use the link once every handshake reply came back OK.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -29,8 +28,11 @@ use redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
 use tokio::sync::oneshot;
 
 mod scope;
+mod state;
 
 pub(crate) use scope::this_thread;
+pub(crate) use state::lost;
+use state::{ReplyTo, State, Waiter, LATCH_BATCH};
 
 
 /// Where the host connects its socket.
@@ -61,47 +63,6 @@ struct Shared {
     notify: Mutex<Option<Arc<Notify>>>,
     /// Told once, on whichever thread closes the link.
     on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-#[derive(Default)]
-struct State {
-    out: Vec<u8>,
-    input: Vec<u8>,
-    waiting: VecDeque<Waiter>,
-    /// Handshake replies still to come before requests may use the link.
-    handshake: usize,
-    /// Requests whose bytes are still in `out` (not taken by the host yet).
-    unsent: usize,
-    /// Every handshake reply came back OK at some point.
-    was_up: bool,
-    closed: Option<String>,
-}
-
-struct Waiter {
-    /// When the call stops waiting for its reply (its connection handle's response timeout).
-    deadline: Instant,
-    reply: ReplyTo,
-}
-
-enum ReplyTo {
-    Handshake,
-    One(oneshot::Sender<RedisResult<Value>>),
-    Many { want: usize, got: Vec<Value>, reply: oneshot::Sender<RedisResult<Vec<Value>>> },
-}
-
-enum Done {
-    One(oneshot::Sender<RedisResult<Value>>, RedisResult<Value>),
-    Many(oneshot::Sender<RedisResult<Vec<Value>>>, RedisResult<Vec<Value>>),
-}
-
-impl Done {
-    fn send(self) {
-        // A receiver that is gone (its call timed out) does not care.
-        match self {
-            Done::One(tx, value) => drop(tx.send(value)),
-            Done::Many(tx, values) => drop(tx.send(values)),
-        }
-    }
 }
 
 impl HostLink {
@@ -187,6 +148,15 @@ impl HostLink {
         std::mem::take(&mut st.out)
     }
 
+    /// [`HostLink::take_output`] into `buf` (cleared first): the two buffers trade
+    /// places, so neither is allocated again per write.
+    pub fn swap_output(&self, buf: &mut Vec<u8>) {
+        buf.clear();
+        let mut st = self.shared.state.lock().unwrap();
+        st.unsent = 0;
+        std::mem::swap(&mut st.out, buf);
+    }
+
     /// Requests written or waiting whose replies have not come yet.
     pub fn in_flight(&self) -> usize {
         self.shared.state.lock().unwrap().waiting.len()
@@ -269,7 +239,15 @@ impl HostLink {
         let mut done = Vec::new();
         {
             let mut st = self.shared.state.lock().unwrap();
-            let Some(late) = st.waiting.iter().map(|w| w.deadline).filter(|d| *d <= now).min() else { return false };
+            let Some(late) = st.waiting.iter().map(|w| w.deadline).filter(|d| *d <= now).min() else {
+                // Latches gathered since the last check go now, batch or not.
+                let wrote = st.closed.is_none() && st.unlink_latches();
+                drop(st);
+                if wrote {
+                    self.notify();
+                }
+                return false;
+            };
             let waited = now - late;
             st.close(&format!("a reply was overdue (by {waited:?})"), &mut done);
         }
@@ -299,6 +277,33 @@ impl HostLink {
         true
     }
 
+    /// Deletes `latch` (an answered release's reply latch) on this link, with others
+    /// in one UNLINK once [`LATCH_BATCH`] are gathered or at the host's next
+    /// [`HostLink::expire_overdue`], sent among the link's requests: the client's
+    /// sweeper (reply_latch.rs) would wake core's runtime thread for it, which on
+    /// a busy host costs the event loop's thread or the server a core now and then.
+    /// Gives `latch` back when the link cannot take it (closed, or not up yet).
+    pub(crate) fn remove_latch(&self, latch: Vec<u8>, timeout: Duration) -> Result<(), Vec<u8>> {
+        let wrote = {
+            let mut st = self.shared.state.lock().unwrap();
+            if st.closed.is_some() || st.handshake > 0 {
+                return Err(latch);
+            }
+            st.latches.push(latch);
+            st.latch_timeout = st.latch_timeout.max(timeout);
+            st.latches.len() >= LATCH_BATCH && st.unlink_latches()
+        };
+        if wrote {
+            self.notify();
+        }
+        Ok(())
+    }
+
+    /// The latches not deleted yet (for the client's sweeper, when the client closes).
+    pub(crate) fn take_latches(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.shared.state.lock().unwrap().latches)
+    }
+
     /// Queues `cmd`, to be answered within `timeout`; `None` if the link cannot take
     /// it (closed, or its handshake not answered yet).
     pub(crate) fn send_one(&self, cmd: &Cmd, timeout: Duration) -> Option<oneshot::Receiver<RedisResult<Value>>> {
@@ -320,65 +325,5 @@ impl HostLink {
         if let Some(f) = notify {
             f();
         }
-    }
-}
-
-/// A reply that will not come (the link closed): a lost reply, as core sees it.
-pub(crate) fn lost(what: &str) -> redis::RedisError {
-    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, what.to_string()).into()
-}
-
-impl State {
-    fn close(&mut self, reason: &str, done: &mut Vec<Done>) {
-        if self.closed.is_none() {
-            tracing::debug!(reason, "the host's connection closed; calls use the client's own connection");
-            self.closed = Some(reason.to_string());
-        }
-        self.out.clear();
-        self.unsent = 0;
-        self.input.clear();
-        for waiter in self.waiting.drain(..) {
-            match waiter.reply {
-                ReplyTo::Handshake => {}
-                ReplyTo::One(tx) => done.push(Done::One(tx, Err(lost(reason)))),
-                ReplyTo::Many { reply, .. } => done.push(Done::Many(reply, Err(lost(reason)))),
-            }
-        }
-    }
-
-    /// Hands every complete reply in `input` to its waiter; a reason to close on a
-    /// protocol error.
-    fn take_replies(&mut self, done: &mut Vec<Done>) -> Option<String> {
-        let mut at = 0;
-        let failure = loop {
-            let (value, len) = match super::resp::parse_reply(&self.input[at..]) {
-                Ok(Some(reply)) => reply,
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            };
-            at += len;
-            let Some(waiter) = self.waiting.pop_front() else { break Some("a reply nobody asked for".to_string()) };
-            match waiter.reply {
-                ReplyTo::Handshake => {
-                    if let Value::ServerError(e) = &value {
-                        break Some(format!("its handshake was refused ({})", e.code()));
-                    }
-                    self.handshake -= 1;
-                    self.was_up |= self.handshake == 0;
-                }
-                ReplyTo::One(tx) => done.push(Done::One(tx, Ok(value))),
-                ReplyTo::Many { want, mut got, reply } => {
-                    got.push(value);
-                    if got.len() == want {
-                        done.push(Done::Many(reply, Ok(got)));
-                    } else {
-                        let deadline = waiter.deadline;
-                        self.waiting.push_front(Waiter { deadline, reply: ReplyTo::Many { want, got, reply } });
-                    }
-                }
-            }
-        };
-        self.input.drain(..at);
-        failure
     }
 }
