@@ -62,8 +62,10 @@ async function uncontended(impl, n) {
 
 // The machine's speed drifts (a shared VM: the PING round-trip moved 2x within one
 // run): each library runs ROUNDS times, the libraries taking turns, and the median
-// round counts, so that a slow stretch does not land on one library alone.
-const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
+// round counts, so that a slow stretch does not land on one library alone. 15 short
+// rounds rather than 5 long ones: with 5, the ratio of two runs of the same protocol
+// (ferrolock / floor) ranged 0.84-1.21x from run to run; with 15, 0.94-1.02x.
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 15);
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
