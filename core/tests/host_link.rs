@@ -45,18 +45,7 @@ impl Host {
     /// Writes the handshake and reads its replies: the link then takes requests (or
     /// closed, if the server refused it).
     fn handshake(&mut self) {
-        self.socket.write_all(&self.link.take_output()).unwrap();
-        let mut buf = [0u8; 1024];
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while self.link.in_flight() > 0 && self.link.closed().is_none() {
-            assert!(Instant::now() < give_up, "no handshake reply");
-            match self.socket.read(&mut buf) {
-                Ok(0) => self.link.close("the server closed the connection"),
-                Ok(n) => self.link.feed(&buf[..n]),
-                Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {}
-                Err(e) => panic!("{e}"),
-            }
-        }
+        self.settle();
     }
 
     /// Writes what waits and reads until every request of the link is answered.
