@@ -16,48 +16,15 @@
 // the bare one, so if that bound is under 1.00 the one-handle target is out of reach
 // for any client of this protocol on this machine.
 
-const net = require('node:net');
 const Redis = require('ioredis');
 const { Client } = require('..');
-const { ourScripts } = require('./libraries');
+const { ourScripts, bareClient } = require('./libraries');
 const { startRedis } = require('../test/helpers');
 
 const ROUNDS = Number(process.env.FLOOR_ROUNDS || 3000);
 
 // redis-semaphore's Mutex release (lib/mutex/release.js), verbatim in effect.
 const DEL_IF_EQUAL = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
-
-function resp(args) {
-  let out = `*${args.length}\r\n`;
-  for (const a of args) out += `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`;
-  return out;
-}
-
-/** The least a client can do: write the request, wait for one reply line. */
-function bareClient(port) {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.setNoDelay(true);
-  let pending = null;
-  let got = '';
-  socket.on('data', (data) => {
-    got += data.toString('latin1');
-    if (!got.endsWith('\r\n')) return;
-    const [resolve, reject] = pending;
-    const reply = got;
-    pending = null;
-    got = '';
-    if (reply.startsWith('-')) reject(new Error(`bare client: ${reply.trim()}`));
-    else resolve(reply);
-  });
-  return {
-    ready: new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject)),
-    send: (args) => new Promise((resolve, reject) => {
-      pending = [resolve, reject];
-      socket.write(resp(args));
-    }),
-    close: () => socket.destroy(),
-  };
-}
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);

@@ -12,10 +12,15 @@
 // tells how much of a gap is the protocol and how much is the client.
 //
 // `scripts` replaces the Lua (server-cost.js takes the cost apart with variants).
+//
+// The bare floor: the same requests sent by `bareClient`, a client that only writes a
+// request's bytes and resolves with its reply's first line: what the protocol allows a
+// client that adds nothing (latency-floor.js, client-cost.js).
 
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
-const { randomUUID } = require('node:crypto');
+const { createHash, randomUUID } = require('node:crypto');
 const Redlock = require('redlock').default;
 const { Mutex } = require('redis-semaphore');
 
@@ -58,11 +63,54 @@ function ourScripts() {
   return { acquire: read('acquire.lua'), release: read('release.lua') };
 }
 
-function protocolFloor(redis, { name = 'floor: ioredis + our Lua', scripts = ourScripts() } = {}) {
+function resp(args) {
+  let out = `*${args.length}\r\n`;
+  for (const a of args) out += `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`;
+  return out;
+}
+
+/**
+ * The least a client can do: write each request's bytes at once, resolve with the
+ * reply's first line (every reply sent here is one line), in order (pipelined).
+ */
+function bareClient(port) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  const pending = [];
+  let got = '';
+  socket.on('data', (data) => {
+    got += data.toString('latin1');
+    let end;
+    while ((end = got.indexOf('\r\n')) >= 0) {
+      const reply = got.slice(0, end);
+      got = got.slice(end + 2);
+      const [resolve, reject] = pending.shift();
+      if (reply.startsWith('-')) reject(new Error(`bare client: ${reply}`));
+      else resolve(reply);
+    }
+  });
+  return {
+    ready: new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject)),
+    send: (args) => new Promise((resolve, reject) => {
+      pending.push([resolve, reject]);
+      socket.write(resp(args));
+    }),
+    close: () => socket.destroy(),
+  };
+}
+
+/**
+ * The protocol's floor: our scripts sent by ioredis (`redis`), or by `bare` (a
+ * bareClient) when given, `redis` then only loading them.
+ */
+function protocolFloor(redis, { name = 'floor: ioredis + our Lua', scripts = ourScripts(), bare = null } = {}) {
   const acquireCmd = `ferroAcquire${randomUUID().slice(0, 8)}`;
   const releaseCmd = `ferroRelease${randomUUID().slice(0, 8)}`;
   redis.defineCommand(acquireCmd, { numberOfKeys: 1, lua: scripts.acquire });
   redis.defineCommand(releaseCmd, { numberOfKeys: 3, lua: scripts.release });
+  const sha = (lua) => createHash('sha1').update(lua).digest('hex');
+  const [acquireSha, releaseSha] = [sha(scripts.acquire), sha(scripts.release)];
+  const loaded = bare ? Promise.all([redis.script('LOAD', scripts.acquire), redis.script('LOAD', scripts.release)]) : null;
   const clientId = randomUUID();
   let holders = 0;
   let requests = 0;
@@ -73,6 +121,22 @@ function protocolFloor(redis, { name = 'floor: ioredis + our Lua', scripts = our
       const owner = `${clientId}:${++holders}`;
       const channel = `redisson_lock__channel:{${key}}`;
       const latchPrefix = `redisson_unlock_latch:{${key}}:${clientId}:`;
+      if (bare) {
+        await loaded;
+        return {
+          acquire: async () => {
+            const reply = await bare.send(['EVALSHA', acquireSha, '1', key, '30000', owner]);
+            if (reply[0] !== ':') throw new Error(`floor: ${key} is held by someone else`);
+          },
+          release: async () => {
+            const latch = latchPrefix + ++requests;
+            const reply = await bare.send(['EVALSHA', releaseSha, '3', key, channel, latch, owner, '30000', 'publish', '5000', '1']);
+            if (reply !== ':1') throw new Error(`floor: release of ${key} answered ${reply}`);
+            latches.push(latch);
+            if (latches.length >= 32) bare.send(['UNLINK', ...latches.splice(0)]).catch(() => {}); // they expire by themselves
+          },
+        };
+      }
       return {
         acquire: async () => {
           const reply = await redis[acquireCmd](key, '30000', owner);
@@ -102,4 +166,4 @@ async function cycles(handle, n) {
   for (let i = 0; i < n; i++) await handle.release(await handle.acquire());
 }
 
-module.exports = { cycles, ferrolock, nodeRedlock, redisSemaphore, protocolFloor, ourScripts };
+module.exports = { cycles, ferrolock, nodeRedlock, redisSemaphore, protocolFloor, ourScripts, bareClient };
