@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 
-use futures_util::FutureExt;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 use napi::{sys, Env, JsValue};
 
@@ -37,24 +36,32 @@ pub fn set_runtime(handle: tokio::runtime::Handle) {
     let _ = RUNTIME.set(handle);
 }
 
-/// What a finished call does on the JS thread: settles its promise.
-type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
-type TaskFuture = Pin<Box<dyn Future<Output = Settle> + Send>>;
-
 /// Work to do on the JS thread after a round of polls (a host connection's output).
 pub type AfterRun = Arc<dyn Fn(&Env) + Send + Sync>;
 
-struct Task {
-    future: Mutex<Option<TaskFuture>>,
+/// A call in flight, as the executor's queues see it.
+trait Run: Send + Sync {
+    /// Polls the call once on its JS thread; true when it finished (its promise settled).
+    fn run(self: Arc<Self>, env: sys::napi_env) -> bool;
+}
+
+/// One call: its future, stored inline with everything else it needs, so that a
+/// call costs one allocation (it was three: the task, the boxed future and a boxed
+/// closure that settled the promise).
+struct Task<T, F> {
+    /// `None` once finished. The task lives in an `Arc`, so the future never moves.
+    future: Mutex<Option<F>>,
+    deferred: Deferred,
     /// In a run queue already: a second wake adds nothing.
     queued: AtomicBool,
     home: Arc<Remote>,
+    result: std::marker::PhantomData<fn() -> T>,
 }
 
 /// What other threads reach of a JS thread's executor.
 struct Remote {
     thread: ThreadId,
-    queue: Mutex<Vec<Arc<Task>>>,
+    queue: Mutex<Vec<Arc<dyn Run>>>,
     after: Mutex<Vec<AfterRun>>,
     /// A call of the thread-safe function is on its way: wakes until then ride on it.
     signalled: AtomicBool,
@@ -69,7 +76,7 @@ unsafe impl Sync for Tsfn {}
 /// A JS thread's executor.
 struct Local {
     remote: Arc<Remote>,
-    ready: RefCell<VecDeque<Arc<Task>>>,
+    ready: RefCell<VecDeque<Arc<dyn Run>>>,
     running: Cell<bool>,
     /// Calls not settled yet: while there are any, the thread-safe function keeps
     /// the event loop alive (a pending `await lock.acquire()` must not let Node exit).
@@ -79,11 +86,13 @@ struct Local {
 
 thread_local! {
     static LOCAL: RefCell<Option<Rc<Local>>> = const { RefCell::new(None) };
+    /// This thread's id, read on every wake (`std::thread::current` clones a handle).
+    static THREAD: ThreadId = std::thread::current().id();
 }
 
 impl Remote {
     fn on_this_thread(&self) -> bool {
-        std::thread::current().id() == self.thread
+        THREAD.with(|id| *id) == self.thread
     }
 
     /// True when the JS thread is inside a run right now (so it will look at its queues).
@@ -107,7 +116,11 @@ impl Remote {
     }
 }
 
-impl Wake for Task {
+impl<T, F> Wake for Task<T, F>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
@@ -116,7 +129,7 @@ impl Wake for Task {
         if self.queued.swap(true, Ordering::AcqRel) {
             return;
         }
-        let home = self.home.clone();
+        let home = &self.home;
         if home.running_here() {
             LOCAL.with(|l| {
                 if let Some(local) = l.borrow().as_ref() {
@@ -127,6 +140,35 @@ impl Wake for Task {
             home.queue.lock().unwrap().push(self.clone());
             home.signal();
         }
+    }
+}
+
+impl<T, F> Run for Task<T, F>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    fn run(self: Arc<Self>, env: sys::napi_env) -> bool {
+        self.queued.store(false, Ordering::Release);
+        let waker = Waker::from(self.clone());
+        let mut slot = self.future.lock().unwrap();
+        let Some(future) = slot.as_mut() else { return false };
+        // Pinned in place: the task is in an Arc and the future is dropped there, never moved.
+        let future = unsafe { Pin::new_unchecked(future) };
+        // Only calls polled here send on the host connection (not, say, the blocking
+        // shutdown of an exiting environment).
+        let polled = ferrolock::HostLink::polling(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| future.poll(&mut Context::from_waker(&waker))))
+        });
+        let result = match polled {
+            Ok(Poll::Pending) => return false,
+            Ok(Poll::Ready(result)) => result,
+            Err(panic) => Err(bug(&panic)),
+        };
+        *slot = None;
+        drop(slot);
+        settle(env, &self.deferred, result);
+        true
     }
 }
 
@@ -157,7 +199,7 @@ impl Local {
         })?;
         napi::check_status!(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) })?;
         let remote = Arc::new(Remote {
-            thread: std::thread::current().id(),
+            thread: THREAD.with(|id| *id),
             queue: Mutex::new(Vec::new()),
             after: Mutex::new(Vec::new()),
             signalled: AtomicBool::new(false),
@@ -184,7 +226,9 @@ impl Local {
             loop {
                 let next = self.ready.borrow_mut().pop_front();
                 let Some(task) = next else { break };
-                self.poll(&task, env);
+                if task.run(env) {
+                    self.live.set(self.live.get() - 1);
+                }
             }
             let woken = std::mem::take(&mut *self.remote.queue.lock().unwrap());
             let after = std::mem::take(&mut *self.remote.after.lock().unwrap());
@@ -202,22 +246,6 @@ impl Local {
         }
         self.running.set(false);
         self.keep_alive(env);
-    }
-
-    fn poll(&self, task: &Arc<Task>, env: sys::napi_env) {
-        task.queued.store(false, Ordering::Release);
-        let waker = Waker::from(task.clone());
-        let mut slot = task.future.lock().unwrap();
-        let Some(future) = slot.as_mut() else { return };
-        // The future catches its own panics (see `promise`). Only calls polled here send
-        // on the host connection (not, say, the blocking shutdown of an exiting environment).
-        let polled = ferrolock::HostLink::polling(|| future.as_mut().poll(&mut Context::from_waker(&waker)));
-        if let Poll::Ready(settle) = polled {
-            *slot = None;
-            drop(slot);
-            self.live.set(self.live.get() - 1);
-            settle(env);
-        }
     }
 
     fn keep_alive(&self, env: sys::napi_env) {
@@ -278,9 +306,10 @@ impl Executor {
 }
 
 struct Deferred(sys::napi_deferred);
-// Used on the JS thread only (the settle closure runs there); it travels inside
-// the task, which other threads wake.
+// Used on the JS thread only (the task settles it there); it travels inside the
+// task, which other threads wake.
 unsafe impl Send for Deferred {}
+unsafe impl Sync for Deferred {}
 
 /// Runs `fut` as a call of this JS thread; the promise resolves with its value or
 /// rejects with its failure as a coded JS error (a panic: `ERR_INTERNAL`).
@@ -290,22 +319,33 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
 {
-    let local = Local::get(env)?;
-    let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
-    napi::check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
-    let deferred = Deferred(deferred);
-    let future: TaskFuture = Box::pin(async move {
-        let result = AssertUnwindSafe(fut).catch_unwind().await.unwrap_or_else(|panic| Err(bug(&panic)));
-        Box::new(move |env: sys::napi_env| settle(env, deferred, result)) as Settle
-    });
-    let task = Arc::new(Task { future: Mutex::new(Some(future)), queued: AtomicBool::new(true), home: local.remote.clone() });
-    local.live.set(local.live.get() + 1);
-    local.ready.borrow_mut().push_back(task);
-    local.run(env.raw());
+    let promise = raw_promise(env.raw(), fut)?;
     Ok(PromiseRaw::new(env.raw(), promise))
 }
 
-fn settle<T: ToNapiValue>(env: sys::napi_env, deferred: Deferred, result: Result<T>) {
+/// [`promise`] for the raw callbacks (fast.rs): the promise as a plain value.
+pub fn raw_promise<T, F>(env: sys::napi_env, fut: F) -> napi::Result<sys::napi_value>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let local = Local::get(&Env::from_raw(env))?;
+    let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
+    napi::check_status!(unsafe { sys::napi_create_promise(env, &mut deferred, &mut promise) })?;
+    let task = Arc::new(Task {
+        future: Mutex::new(Some(fut)),
+        deferred: Deferred(deferred),
+        queued: AtomicBool::new(true),
+        home: local.remote.clone(),
+        result: std::marker::PhantomData,
+    });
+    local.live.set(local.live.get() + 1);
+    local.ready.borrow_mut().push_back(task);
+    local.run(env);
+    Ok(promise)
+}
+
+fn settle<T: ToNapiValue>(env: sys::napi_env, deferred: &Deferred, result: Result<T>) {
     let resolved = match result {
         Ok(value) => unsafe { T::to_napi_value(env, value) }.map_err(|e| crate::errors::internal(e.reason)),
         Err(e) => Err(e),
