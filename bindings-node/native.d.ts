@@ -107,12 +107,10 @@ export declare class NativeLock {
   /** Hold count as this holder knows it (no round-trip). */
   get localHoldCount(): number
   /**
-   * Acquires, waiting at most `waitMs` (unbounded when absent); `null` when not
-   * acquired in time. `cancelId` (from `newCancel`) lets the caller abort the wait.
+   * The handle lib/lock.js passes to the hot calls, `lockAcquire` and
+   * `lockRelease` (fast.rs): made once per lock.
    */
-  acquire(waitMs?: number | undefined | null, leaseMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<number | HoldInfo | undefined | null>
-  /** Releases one level; resolves with the levels left (0 = unlocked). */
-  release(): Promise<number>
+  handle(): unknown
   /** Releases every level at once. */
   releaseAll(): Promise<undefined>
   isLocked(): Promise<boolean>

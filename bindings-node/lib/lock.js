@@ -166,6 +166,7 @@ const QUORUMS = ['majority', 'all'];
 
 class Lock extends EventEmitter {
   #native;
+  #handle; // what native.lockAcquire / lockRelease take (src/fast.rs)
   #held; // the client's HeldLocks (a multi-lock: each of its members' clients')
   #home; // a single lock's client, as { held, adopt(lock, id) }; null for a multi-lock
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
@@ -175,10 +176,11 @@ class Lock extends EventEmitter {
   /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
   constructor(nativeLock, held, { home = null, members = [] } = {}) {
     super();
-    if (!nativeLock || typeof nativeLock.acquire !== 'function' || !held) {
+    if (!nativeLock || typeof nativeLock.handle !== 'function' || !held) {
       throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
     }
     this.#native = nativeLock;
+    this.#handle = nativeLock.handle();
     this.#held = held;
     this.#home = home;
     this.#members = Object.freeze([...members]);
@@ -333,7 +335,7 @@ class Lock extends EventEmitter {
     const cancelId = signal ? watchSignal(signal) : undefined;
     let count; // known once acquired
     try {
-      const info = await this.#native.acquire(waitMs, leaseMs, cancelId);
+      const info = await native.lockAcquire(this.#handle, waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) return null;
       // Without a token the addon answers one number, seq * 2^21 + count (src/lock.rs).
       const hold = typeof info === 'number' ? { seq: Math.floor(info / COUNT_SPAN), count: info % COUNT_SPAN, token: null } : info;
@@ -385,7 +387,7 @@ class Lock extends EventEmitter {
   async release() {
     let left; // levels this holder still holds, once released
     try {
-      left = await this.#native.release();
+      left = await native.lockRelease(this.#handle);
     } catch (e) {
       throw convert(e);
     } finally {

@@ -8,7 +8,9 @@
 //! events and aborted signals. No lock logic lives here (DESIGN §1).
 //!
 //! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs (every
-//! lock kind, multi-locks), family.rs (semaphores, the latch), log.rs
+//! lock kind, multi-locks), fast.rs (a lock's acquire and release as raw Node-API
+//! calls), executor.rs and host.rs (calls on the JS thread), family.rs (semaphores,
+//! the latch), log.rs
 //! (core's tracing events to stderr or a JS function); this
 //! file sets up the runtime. `native.d.ts` is generated from them (`npm run dts`).
 
@@ -16,6 +18,7 @@ mod cancel;
 mod client;
 mod errors;
 mod executor;
+mod fast;
 mod family;
 mod host;
 mod lock;

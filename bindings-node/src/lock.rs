@@ -91,7 +91,7 @@ struct Holds {
 }
 
 /// The core handle and its hold numbering, shared with the calls in flight.
-struct Handle {
+pub(crate) struct Handle {
     lock: ferrolock::Lock,
     /// Also held by the lost callback (which must not hold `lock`: that would be a cycle).
     holds: Arc<Mutex<Holds>>,
@@ -220,39 +220,12 @@ impl NativeLock {
         self.handle.lock.local_hold_count()
     }
 
-    /// Acquires, waiting at most `waitMs` (unbounded when absent); `null` when not
-    /// acquired in time. `cancelId` (from `newCancel`) lets the caller abort the wait.
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        wait_ms: Option<f64>,
-        lease_ms: Option<f64>,
-        cancel_id: Option<u32>,
-    ) -> napi::Result<PromiseRaw<'env, Option<Either<f64, HoldInfo>>>> {
-        let abort = Abort::take(cancel_id);
-        self.run(env, |h| async move {
-            let options = AcquireOptions { wait: millis(wait_ms, "waitMs")?, lease: millis(lease_ms, "leaseMs")? };
-            let result = unless_aborted(abort, async { h.lock.acquire_hold(options).await.js() }).await;
-            Ok(result?.map(|hold| {
-                compact(HoldInfo { count: hold.hold_count(), token: hold.token().map(BigInt::from), seq: h.track(&hold) })
-            }))
-        })
+    /// The handle lib/lock.js passes to the hot calls, `lockAcquire` and
+    /// `lockRelease` (fast.rs): made once per lock.
+    #[napi(ts_return_type = "unknown")]
+    pub fn handle<'env>(&self, env: &'env Env) -> napi::Result<napi::bindgen_prelude::Unknown<'env>> {
+        crate::fast::lock_handle(env, self.handle.clone())
     }
-
-    /// Releases one level; resolves with the levels left (0 = unlocked).
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
-        self.run(env, |h| async move {
-            let result = h.lock.release().await;
-            h.released();
-            match result.js()? {
-                Released::StillHeld(n) => Ok(n),
-                Released::Unlocked => Ok(0),
-            }
-        })
-    }
-
     /// Releases every level at once.
     #[napi]
     pub fn release_all<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
@@ -336,6 +309,24 @@ impl NativeLock {
     #[napi]
     pub fn force_unlock<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
         self.run(env, |h| async move { h.lock.force_unlock().await.js() })
+    }
+}
+
+/// Acquires, waiting at most `wait_ms` (unbounded when absent); `None` when not
+/// acquired in time. `cancel_id` (from `newCancel`) lets the caller abort the wait.
+pub(crate) async fn acquire(h: Arc<Handle>, wait_ms: Option<f64>, lease_ms: Option<f64>, abort: Abort) -> Result<Option<Either<f64, HoldInfo>>> {
+    let options = AcquireOptions { wait: millis(wait_ms, "waitMs")?, lease: millis(lease_ms, "leaseMs")? };
+    let result = unless_aborted(abort, async { h.lock.acquire_hold(options).await.js() }).await;
+    Ok(result?.map(|hold| compact(HoldInfo { count: hold.hold_count(), token: hold.token().map(BigInt::from), seq: h.track(&hold) })))
+}
+
+/// Releases one level; the levels left (0 = unlocked).
+pub(crate) async fn release(h: Arc<Handle>) -> Result<u32> {
+    let result = h.lock.release().await;
+    h.released();
+    match result.js()? {
+        Released::StillHeld(n) => Ok(n),
+        Released::Unlocked => Ok(0),
     }
 }
 

@@ -3,6 +3,7 @@
 // layer (lib/) passes a native value or option through. Compiles or fails; never runs.
 
 import type * as native from '../../native';
+import type * as fast from '../../fast';
 import type {
   Client, ConnectOptions, CountDownLatch, Hold, Lock, LockKind, LockStatus, LogRecord, Permit, PermitExpirableSemaphore, Quorum, Semaphore,
 } from '../..';
@@ -36,6 +37,12 @@ agree<Resolved<native.NativeLock['isHeld']>, Awaited<ReturnType<Lock['isHeld']>>
 agree<Resolved<native.NativeLock['holdCount']>, Awaited<ReturnType<Lock['holdCount']>>>(true);
 agree<Resolved<native.NativeLock['remainingLeaseMs']>, Awaited<ReturnType<Lock['remainingLeaseMs']>>>(true);
 agree<Resolved<native.NativeLock['forceUnlock']>, Awaited<ReturnType<Lock['forceUnlock']>>>(true);
+
+// The raw calls (fast.d.ts) take what NativeLock.handle() makes; a fenced hold's token
+// is the one Hold shows.
+agree<Parameters<typeof fast.lockAcquire>[0], ReturnType<native.NativeLock['handle']>>(true);
+agree<Parameters<typeof fast.lockRelease>[0], ReturnType<native.NativeLock['handle']>>(true);
+agree<NonNullable<native.HoldInfo['token']>, NonNullable<Hold['token']>>(true);
 
 // A multi-lock's quorum is passed through.
 agree<Lock['quorum'] extends native.NativeLock['quorum'] ? true : false, true>(true);
