@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::names::RequestId;
 use crate::renewal::{self, Deadlines, Registry};
 use crate::reply_latch::ReplyLatches;
 use crate::transport::{Conn, Transport};
@@ -119,9 +120,10 @@ impl Ctx {
         format!("{}:{holder_id}", self.id)
     }
 
-    /// A release request id, unique across clients (the client id makes it so).
-    pub fn new_request_id(&self) -> String {
-        format!("{}:{}", self.id, self.next_request.fetch_add(1, Ordering::Relaxed))
+    /// A fresh request id, unique across clients (the client id makes it so): a
+    /// release's or a call's reply latch is named after it (names.rs).
+    pub fn next_request(&self) -> RequestId<'_> {
+        RequestId { client: &self.id, n: self.next_request.fetch_add(1, Ordering::Relaxed) }
     }
 
     /// Counts a call that changes a hold until the returned guard drops.

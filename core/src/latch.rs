@@ -74,7 +74,7 @@ impl CountDownLatch {
         let context = self.context("counting down");
         to_completion(&ctx, async move {
             let ctx = &inner.ctx;
-            let latch = inner.names.reply(&ctx.new_request_id());
+            let latch = inner.names.request_reply(ctx.next_request());
             let mut call = scripts::LATCH_COUNT_DOWN.prepare_invoke();
             call.key(&inner.names.name)
                 .key(&inner.names.channel)

@@ -63,8 +63,8 @@ impl LockNames {
     }
 
     /// The reply latch of one release request.
-    pub fn latch(&self, request_id: &str) -> Vec<u8> {
-        joined(&self.latch_prefix, request_id)
+    pub fn latch(&self, request: RequestId<'_>) -> Vec<u8> {
+        request.key(&self.latch_prefix)
     }
 }
 
@@ -103,9 +103,14 @@ impl CounterNames {
         }
     }
 
+    /// The reply latch under `id` (a permit's id, say).
+    pub fn reply(&self, id: &str) -> Vec<u8> {
+        joined(&self.reply_prefix, id)
+    }
+
     /// The reply latch of one call.
-    pub fn reply(&self, request_id: &str) -> Vec<u8> {
-        joined(&self.reply_prefix, request_id)
+    pub fn request_reply(&self, request: RequestId<'_>) -> Vec<u8> {
+        request.key(&self.reply_prefix)
     }
 
     /// As [`LockNames::check_one_slot`]: on a cluster the key, its channel and its
@@ -124,7 +129,30 @@ impl CounterNames {
     }
 }
 
-/// `<prefix>:<rest>`: a per-request or per-holder key under a prefix of one name.
+/// A request id, `<client-id>:<n>` (ctx.rs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestId<'a> {
+    pub client: &'a str,
+    pub n: u64,
+}
+
+impl RequestId<'_> {
+    /// `<prefix>:<client-id>:<n>`, written at once (every release names one: a
+    /// `format!` and a second key cost a good part of a release's own work).
+    fn key(self, prefix: &[u8]) -> Vec<u8> {
+        let mut n = itoa::Buffer::new();
+        let n = n.format(self.n).as_bytes();
+        let mut key = Vec::with_capacity(prefix.len() + self.client.len() + n.len() + 2);
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(self.client.as_bytes());
+        key.push(b':');
+        key.extend_from_slice(n);
+        key
+    }
+}
+
+/// `<prefix>:<rest>`: a per-holder (or per-permit) key under a prefix of one name.
 fn joined(prefix: &[u8], rest: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(prefix.len() + rest.len() + 1);
     key.extend_from_slice(prefix);
@@ -216,7 +244,7 @@ mod tests {
             (b"lock hash", |n| n.name.clone(), b"orders:42", b"{tag}x"),
             (b"channel", |n| n.channel.clone(), b"redisson_lock__channel:{orders:42}", b"redisson_lock__channel:{tag}x"),
             (b"token", |n| n.token.clone(), b"redisson_lock_token:{orders:42}", b"redisson_lock_token:{tag}x"),
-            (b"reply latch", |n| n.latch("r1"), b"redisson_unlock_latch:{orders:42}:r1", b"redisson_unlock_latch:{tag}x:r1"),
+            (b"reply latch", |n| n.latch(RequestId { client: "c", n: 17 }), b"redisson_unlock_latch:{orders:42}:c:17", b"redisson_unlock_latch:{tag}x:c:17"),
         ];
         let (plain, tagged) = (LockNames::new(b"orders:42"), LockNames::new(b"{tag}x"));
         for (what, name_of, want_plain, want_tagged) in table {

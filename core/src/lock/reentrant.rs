@@ -179,8 +179,8 @@ async fn resolve_unknown_acquire(h: Arc<Holder>, guard: OpGuard, before: u32, le
                     return;
                 }
                 let lease = if before == 0 { 0 } else { h.cell.state.lock().unwrap().lease_ms };
-                let request_id = h.ctx.new_request_id();
-                let undone = release_script(&h, conn, &request_id, lease, Levels::Some(extra as u32), None).await;
+                let latch = h.names.latch(h.ctx.next_request());
+                let undone = release_script(&h, conn, latch, lease, Levels::Some(extra as u32), None).await;
                 match undone {
                     Ok(_) => {
                         tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "undid an acquisition whose reply was lost");
@@ -305,9 +305,8 @@ fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released
 
 async fn run_release(h: &Holder, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<ReleaseReply> {
     let conn = h.ctx.conn()?;
-    let request_id = h.ctx.new_request_id();
     let levels = if all { Levels::All } else { Levels::Some(1) };
-    release_script(h, conn, &request_id, lease_ms, levels, handoff).await
+    release_script(h, conn, h.names.latch(h.ctx.next_request()), lease_ms, levels, handoff).await
 }
 
 /// Deletes this holder's field, revived by a late renewal of a lost hold, unless
@@ -317,8 +316,7 @@ pub(crate) async fn release_revived(h: &Holder, generation: u64) -> Result<()> {
         return Ok(());
     }
     let conn = h.ctx.conn()?;
-    let request_id = h.ctx.new_request_id();
-    release_script(h, conn, &request_id, 0, Levels::All, None).await?;
+    release_script(h, conn, h.names.latch(h.ctx.next_request()), 0, Levels::All, None).await?;
     Ok(())
 }
 
@@ -358,24 +356,24 @@ enum Levels {
     Some(u32),
 }
 
-/// Runs the release script, retrying after a lost reply with the same request id
-/// until the retry window closes; then queues the reply latch for deletion.
+/// Runs the release script, retrying after a lost reply with the same request (its
+/// reply latch, `latch`) until the retry window closes; then queues the latch for deletion.
 async fn release_script(
     h: &Holder,
     mut conn: Conn,
-    request_id: &str,
+    latch: Vec<u8>,
     lease_ms: u64,
     levels: Levels,
     handoff: Option<&Handoff>,
 ) -> Result<ReleaseReply> {
     let (ctx, names) = (&h.ctx, &h.names);
-    let latch = names.latch(request_id);
     let window = ctx.config.retry_window;
+    let mut digits = itoa::Buffer::new();
     let levels = match levels {
-        Levels::All => "all".to_string(),
-        Levels::Some(n) => n.to_string(),
+        Levels::All => "all",
+        Levels::Some(n) => digits.format(n),
     };
-    let call = wire::release(h, &latch, lease_ms, &levels, handoff);
+    let call = wire::release(h, &latch, lease_ms, levels, handoff);
     let started = Instant::now();
     let mut delay = Duration::from_millis(10);
     let reply = loop {

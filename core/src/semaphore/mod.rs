@@ -185,7 +185,7 @@ impl Semaphore {
         let context = self.context("releasing permits of");
         to_completion(&ctx, async move {
             let ctx = &inner.ctx;
-            let latch = inner.names.reply(&ctx.new_request_id());
+            let latch = inner.names.request_reply(ctx.next_request());
             let mut call = scripts::SEMAPHORE_RELEASE.prepare_invoke();
             call.key(&inner.names.name)
                 .key(&inner.names.channel)
@@ -299,7 +299,7 @@ impl waiting::Acquire for Take<'_> {
 async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Taken>>> {
     let inner = &semaphore.inner;
     let ctx = &inner.ctx;
-    let latch = inner.names.reply(&ctx.new_request_id());
+    let latch = inner.names.request_reply(ctx.next_request());
     let mut call = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
     call.key(&inner.names.name)
         .key(&latch)
