@@ -11,6 +11,7 @@ use super::handoff::Handoff;
 use super::holder::Holder;
 use super::LockKind;
 use crate::scripts;
+use crate::transport::Conn;
 
 /// One script call, kept as data so that it can be sent alone (again, on a retry) or
 /// in a pipeline. Written straight into one EVALSHA command: building keys and
@@ -40,14 +41,19 @@ impl Call {
 
     /// Runs it; after a NOSCRIPT (SCRIPT FLUSH, or a connection that could not load
     /// the scripts) loads the script and runs it once more, like redis-rs's `invoke_async`.
-    pub async fn invoke<T: FromRedisValue>(&self, conn: &mut impl redis::aio::ConnectionLike) -> RedisResult<T> {
-        match self.cmd.query_async(conn).await {
+    pub async fn invoke<T: FromRedisValue>(&self, conn: &mut Conn) -> RedisResult<T> {
+        match self.send(conn).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 self.script.load_async(conn).await?;
-                self.cmd.query_async(conn).await
+                self.send(conn).await
             }
             other => other,
         }
+    }
+
+    async fn send<T: FromRedisValue>(&self, conn: &Conn) -> RedisResult<T> {
+        let value = conn.request(&self.cmd).await?.extract_error()?;
+        Ok(T::from_redis_value(value)?)
     }
 
     /// The same call as an EVALSHA in `pipe` (e.g. before a WAIT on its connection).

@@ -290,18 +290,25 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Sends `cmd` and reads its reply: on this thread's host link when a call polled
+    /// here may use it, else on the client's connection. (What `ConnectionLike` does,
+    /// without boxing the future: every script call of a lock comes through here.)
+    pub async fn request(&self, cmd: &Cmd) -> RedisResult<Value> {
+        if let Some(host) = self.host_here() {
+            if let Some(reply) = host.send_one(cmd, self.timeout) {
+                return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
+            }
+        }
+        let (mut conn, epoch) = self.current().await?;
+        let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
+        self.settle(reply, epoch)
+    }
+}
+
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            if let Some(host) = self.host_here() {
-                if let Some(reply) = host.send_one(cmd, self.timeout) {
-                    return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
-                }
-            }
-            let (mut conn, epoch) = self.current().await?;
-            let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
-            self.settle(reply, epoch)
-        })
+        Box::pin(self.request(cmd))
     }
 
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {

@@ -177,7 +177,8 @@ impl HostLink {
     /// Bytes read from the socket: completes the requests they answer. A reply that
     /// is not RESP2, or that nothing waits for, closes the link.
     pub fn feed(&self, bytes: &[u8]) {
-        let mut done = Vec::new();
+        // A read usually answers several calls (one per worker in flight).
+        let mut done = Vec::with_capacity(16);
         let failure = {
             let mut st = self.shared.state.lock().unwrap();
             if st.closed.is_some() {
