@@ -77,6 +77,8 @@ unsafe impl Sync for Tsfn {}
 struct Local {
     remote: Arc<Remote>,
     ready: RefCell<VecDeque<Arc<dyn Run>>>,
+    /// The after-run list's spare buffer (swapped with the one other threads fill).
+    spare: RefCell<Vec<AfterRun>>,
     running: Cell<bool>,
     /// Calls not settled yet: while there are any, the thread-safe function keeps
     /// the event loop alive (a pending `await lock.acquire()` must not let Node exit).
@@ -208,6 +210,7 @@ impl Local {
         let local = Rc::new(Local {
             remote,
             ready: RefCell::new(VecDeque::new()),
+            spare: RefCell::new(Vec::new()),
             running: Cell::new(false),
             live: Cell::new(0),
             referenced: Cell::new(false),
@@ -230,19 +233,21 @@ impl Local {
                     self.live.set(self.live.get() - 1);
                 }
             }
-            let woken = std::mem::take(&mut *self.remote.queue.lock().unwrap());
-            let after = std::mem::take(&mut *self.remote.after.lock().unwrap());
-            if woken.is_empty() && after.is_empty() {
+            self.ready.borrow_mut().extend(self.remote.queue.lock().unwrap().drain(..));
+            // Swapped with a spare, not taken: the list keeps its capacity (it fills on
+            // every call that writes on a host connection).
+            let mut after = self.spare.take();
+            std::mem::swap(&mut after, &mut *self.remote.after.lock().unwrap());
+            if after.is_empty() && self.ready.borrow().is_empty() {
+                self.spare.replace(after);
                 break;
             }
-            self.ready.borrow_mut().extend(woken);
-            if !after.is_empty() {
-                let env = Env::from_raw(env);
-                for f in after {
-                    // A hook's panic must not unwind into Node.
-                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| f(&env)));
-                }
+            let env = Env::from_raw(env);
+            for f in after.drain(..) {
+                // A hook's panic must not unwind into Node.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| f(&env)));
             }
+            self.spare.replace(after);
         }
         self.running.set(false);
         self.keep_alive(env);

@@ -10,7 +10,7 @@ use napi::bindgen_prelude::{Buffer, BufferSlice, Function, FunctionRef};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::executor::{self, Executor};
+use crate::executor::{self, AfterRun, Executor};
 
 /// What `hostFlush` answers.
 pub const FLUSHED: u32 = 0;
@@ -36,6 +36,10 @@ pub(crate) struct Host {
     wake: FunctionRef<(), ()>,
     /// JS was asked to flush (what the socket did not take, or a close) and has not yet.
     scheduled: AtomicBool,
+    /// The write after the current round of polls ([`schedule_flush`]), made once, and
+    /// whether it is queued.
+    flush: AfterRun,
+    flush_queued: AtomicBool,
     io: Mutex<Io>,
 }
 
@@ -69,7 +73,12 @@ impl Host {
             ferrolock::HostAddress::Unix(path) => (None, None, Some(path.to_string_lossy().into_owned())),
         };
         let io = Mutex::new(Io { fd: None, js_queued: true, left: Vec::new(), out: Vec::new() }); // the handshake goes through JS
-        let state = Arc::new(Host { link, wake: wake.create_ref()?, scheduled: AtomicBool::new(false), io });
+        let wake = wake.create_ref()?;
+        let state = Arc::new_cyclic(|host: &Weak<Host>| {
+            let host = host.clone();
+            let flush: AfterRun = Arc::new(move |env: &Env| flush_now(&host, env));
+            Host { link, wake, scheduled: AtomicBool::new(false), flush, flush_queued: AtomicBool::new(false), io }
+        });
         let executor = Executor::here(env)?;
         let weak = Arc::downgrade(&state);
         state.link.on_event(move || schedule_flush(&executor, &weak));
@@ -229,18 +238,23 @@ fn schedule_flush(executor: &Executor, host: &Weak<Host>) {
     if state.scheduled.load(Ordering::Acquire) {
         return; // JS's flush takes it, in order
     }
-    let host = host.clone();
-    executor.after_run(Arc::new(move |env: &Env| {
-        let Some(state) = host.upgrade() else { return };
-        if state.scheduled.load(Ordering::Acquire) {
-            return;
-        }
-        if state.link.closed().is_none() && state.write_output() {
-            return;
-        }
-        state.scheduled.store(true, Ordering::Release);
-        if let Err(e) = state.wake(env) {
-            tracing::debug!(error = %e, "could not tell JS that the host connection has output");
-        }
-    }));
+    if !state.flush_queued.swap(true, Ordering::AcqRel) {
+        executor.after_run(state.flush.clone());
+    }
+}
+
+/// The write [`schedule_flush`] queued, after the round of polls that made the output.
+fn flush_now(host: &Weak<Host>, env: &Env) {
+    let Some(state) = host.upgrade() else { return };
+    state.flush_queued.store(false, Ordering::Release);
+    if state.scheduled.load(Ordering::Acquire) {
+        return;
+    }
+    if state.link.closed().is_none() && state.write_output() {
+        return;
+    }
+    state.scheduled.store(true, Ordering::Release);
+    if let Err(e) = state.wake(env) {
+        tracing::debug!(error = %e, "could not tell JS that the host connection has output");
+    }
 }
