@@ -139,10 +139,10 @@ class Hold {
   }
 
   /** Releases this acquisition (one level). A second call does nothing. */
-  async release() {
-    if (this.#released) return;
+  release() {
+    if (this.#released) return Promise.resolve();
     this.#released = true;
-    await this.#lock.release();
+    return this.#lock.release(); // not awaited in an async wrapper: a promise and its ticks less per release
   }
 
   async [asyncDispose]() {
@@ -330,13 +330,21 @@ class Lock extends EventEmitter {
     }
   }
 
-  async #acquire(waitMs, leaseMs, signal) {
+  /**
+   * One acquire: the hold, or null when not acquired within `waitMs`, or with `orThrow`
+   * a NotAcquiredError. (One async function per call: each layer costs a promise and
+   * its ticks, a good part of an uncontended acquire's JS work.)
+   */
+  async #acquire(waitMs, leaseMs, signal, orThrow) {
     if (signal && signal.aborted) throw abortError(signal);
     const cancelId = signal ? watchSignal(signal) : undefined;
     let count; // known once acquired
     try {
       const info = await native.lockAcquire(this.#handle, waitMs, leaseMs, cancelId);
-      if (info === null || info === undefined) return null;
+      if (info === null || info === undefined) {
+        if (orThrow) throw new NotAcquiredError(`${this.#what()} was not acquired within ${waitMs} ms; it is held by someone else`);
+        return null;
+      }
       // Without a token the addon answers one number, seq * 2^21 + count (src/lock.rs).
       const hold = typeof info === 'number' ? { seq: Math.floor(info / COUNT_SPAN), count: info % COUNT_SPAN, token: null } : info;
       count = hold.count;
@@ -357,23 +365,21 @@ class Lock extends EventEmitter {
    * NotAcquiredError when that runs out.
    */
   acquire(options) {
-    let o;
+    return this.#acquireOrThrow(options, ACQUIRE);
+  }
+
+  /** `acquire` with the options `spec` allows (acquire's or using's). */
+  #acquireOrThrow(options, spec) {
+    let waitMs, leaseMs, signal;
     try {
-      o = optionsObject(options, ACQUIRE);
+      const o = optionsObject(options, spec);
+      waitMs = ms(o.waitMs, 'waitMs');
+      leaseMs = ms(o.leaseMs, 'leaseMs');
+      signal = checkSignal(o.signal);
     } catch (e) {
       return Promise.reject(e);
     }
-    // Not an async wrapper: that would add a promise (and its ticks) to every acquire.
-    return this.#acquireOrThrow(o);
-  }
-
-  async #acquireOrThrow(o) {
-    const waitMs = ms(o.waitMs, 'waitMs');
-    const hold = await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal));
-    if (!hold) {
-      throw new NotAcquiredError(`${this.#what()} was not acquired within ${waitMs} ms; it is held by someone else`);
-    }
-    return hold;
+    return this.#acquire(waitMs, leaseMs, signal, true);
   }
 
   /** One attempt, or waits up to `waitMs` (default 0). Resolves true when acquired. */
@@ -479,7 +485,7 @@ class Lock extends EventEmitter {
    */
   async using(fn, options) {
     if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
-    const hold = await this.#acquireOrThrow(optionsObject(options, USING));
+    const hold = await this.#acquireOrThrow(options, USING);
     let result;
     try {
       result = await fn(hold.signal, hold);

@@ -23,7 +23,7 @@ const path = require('node:path');
 
 const WORKERS = 8;
 const WARMUP = 200; // cycles per worker, in both runs (JIT, connections, scripts loaded)
-const CYCLES = Number(process.env.COST_CYCLES || 20000); // in all, over the workers
+const CYCLES = Number(process.env.COST_CYCLES || 40000); // in all, over the workers
 const ALL = ['ferrolock', 'floor: bare client + our Lua', 'floor: ioredis + our Lua', 'node-redlock v5', 'redis-semaphore Mutex'];
 const LIBRARIES = process.env.COST_LIBRARIES ? ALL.filter((name) => process.env.COST_LIBRARIES.split(',').some((n) => name.startsWith(n))) : ALL;
 
