@@ -5,33 +5,39 @@
 //! RLock acquire: a bare count when it has no token, the cheapest reply for the server);
 //! every release script answers nil (not the owner), 0 (still held) or 1 (released).
 
-use redis::{Cmd, FromRedisValue, Pipeline, RedisResult, Script};
+use redis::{FromRedisValue, Pipeline, RedisResult, Script};
 
 use super::handoff::Handoff;
 use super::holder::Holder;
 use super::LockKind;
 use crate::scripts;
-use crate::transport::Conn;
+use crate::transport::{Command, Conn};
 
 /// One script call, kept as data so that it can be sent alone (again, on a retry) or
-/// in a pipeline. Written straight into one EVALSHA command: building keys and
-/// arguments as vectors and copying them into a `ScriptInvocation`, which copies
-/// them again into its command, cost an allocation per key and argument, twice.
+/// in a pipeline: `EVALSHA <sha> <keys> <keys...> <args...>`, written straight into
+/// the form the connection it goes out on sends (transport's `Command`).
 pub(crate) struct Call {
     script: &'static Script,
-    cmd: Cmd,
+    command: Command,
 }
 
 impl Call {
     /// `EVALSHA <sha> <keys>`: the caller appends exactly `keys` keys, then the arguments.
     fn new(script: &'static Script, keys: usize) -> Call {
-        let mut cmd = Cmd::with_capacity(12, 256);
-        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
-        Call { script, cmd }
+        let mut command = Command::new();
+        command.arg(b"EVALSHA");
+        command.arg(script.get_hash().as_bytes());
+        command.num(keys as u64);
+        Call { script, command }
     }
 
-    fn arg(mut self, arg: impl redis::ToRedisArgs) -> Call {
-        self.cmd.arg(arg);
+    fn arg(mut self, arg: impl AsRef<[u8]>) -> Call {
+        self.command.arg(arg.as_ref());
+        self
+    }
+
+    fn num(mut self, n: u64) -> Call {
+        self.command.num(n);
         self
     }
 
@@ -52,13 +58,13 @@ impl Call {
     }
 
     async fn send<T: FromRedisValue>(&self, conn: &Conn) -> RedisResult<T> {
-        let value = conn.request(&self.cmd).await?.extract_error()?;
+        let value = conn.request_command(&self.command).await?.extract_error()?;
         Ok(T::from_redis_value(value)?)
     }
 
     /// The same call as an EVALSHA in `pipe` (e.g. before a WAIT on its connection).
     pub fn evalsha(&self, pipe: &mut Pipeline) {
-        pipe.add_command(self.cmd.clone());
+        pipe.add_command(self.command.to_cmd().into_owned());
     }
 }
 
@@ -67,24 +73,22 @@ pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
     let n = &h.names;
     let field = h.field.as_str();
     match h.kind {
-        LockKind::Reentrant => Call::new(&scripts::ACQUIRE, 1).arg(&n.name).arg(lease).arg(field),
-        LockKind::Fenced => Call::new(&scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).arg(lease).arg(field),
+        LockKind::Reentrant => Call::new(&scripts::ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
+        LockKind::Fenced => Call::new(&scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).num(lease).arg(field),
         LockKind::Fair => Call::new(&scripts::FAIR_ACQUIRE, 3)
             .arg(&n.name)
             .arg(&n.queue)
             .arg(&n.queue_timeouts)
-            .arg(lease)
+            .num(lease)
             .arg(field)
-            .arg(h.fair_wait_ms)
-            ,
+            .num(h.fair_wait_ms),
         LockKind::Read => Call::new(&scripts::READ_ACQUIRE, 2)
             .arg(&n.name)
             .arg(n.read_timeouts(&h.owner))
-            .arg(lease)
+            .num(lease)
             .arg(field)
-            .arg(format!("{}:write", h.owner))
-            ,
-        LockKind::Write => Call::new(&scripts::WRITE_ACQUIRE, 1).arg(&n.name).arg(lease).arg(field),
+            .arg(format!("{}:write", h.owner)),
+        LockKind::Write => Call::new(&scripts::WRITE_ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
     }
 }
 
@@ -104,15 +108,13 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, han
             .arg(&n.name)
             .arg(&n.queue)
             .arg(&n.queue_timeouts)
-            .arg(&n.channel)
-            ,
+            .arg(&n.channel),
         LockKind::Write => Call::new(&scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel),
         LockKind::Read => Call::new(&scripts::READ_RELEASE, 5)
             .arg(&n.name)
             .arg(&n.rw_channel)
             .arg(n.read_timeouts(&h.owner))
-            .arg(n.tag())
-            ,
+            .arg(n.tag()),
     };
     call = call.arg(latch);
     if let Some((successor, _)) = successor.as_ref().filter(|_| fenced_successor) {
@@ -120,12 +122,12 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, han
     }
     call = call
         .arg(h.field.as_str())
-        .arg(lease_ms)
+        .num(lease_ms)
         .arg(ctx.transport.publish_command())
-        .arg(ctx.config.retry_window.as_millis() as u64)
+        .num(ctx.config.retry_window.as_millis() as u64)
         .arg(levels);
     if let Some((successor, lease_ms)) = successor {
-        call = call.arg(successor.field.as_str()).arg(lease_ms);
+        call = call.arg(successor.field.as_str()).num(lease_ms);
     }
     call
 }
@@ -140,9 +142,8 @@ pub(crate) fn leave_queue(h: &Holder) -> Option<Call> {
             .arg(&n.queue_timeouts)
             .arg(&n.channel)
             .arg(h.field.as_str())
-            .arg(h.fair_wait_ms)
+            .num(h.fair_wait_ms)
             .arg(h.ctx.transport.publish_command())
-            
     })
 }
 
@@ -151,12 +152,12 @@ pub(crate) fn force_unlock(h: &Holder) -> Call {
     let n = &h.names;
     let publish = h.ctx.transport.publish_command();
     match h.kind {
-        LockKind::Fair => Call::new(&scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg(0),
+        LockKind::Fair => Call::new(&scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg("0"),
         LockKind::Read | LockKind::Write => {
-            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg(1)
+            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg("1")
         }
         LockKind::Reentrant | LockKind::Fenced => {
-            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg(0)
+            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg("0")
         }
     }
 }

@@ -22,6 +22,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use super::command::Command;
 use super::host::HostLink;
 use super::Target;
 use crate::config::Config;
@@ -293,13 +294,30 @@ impl Conn {
 impl Conn {
     /// Sends `cmd` and reads its reply: on this thread's host link when a call polled
     /// here may use it, else on the client's connection. (What `ConnectionLike` does,
-    /// without boxing the future: every script call of a lock comes through here.)
+    /// without boxing the future.)
     pub async fn request(&self, cmd: &Cmd) -> RedisResult<Value> {
-        if let Some(host) = self.host_here() {
-            if let Some(reply) = host.send_one(cmd, self.timeout) {
-                return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
-            }
+        if let Some(reply) = self.send_on_host(|out| cmd.write_packed_command(out)) {
+            return reply.await;
         }
+        self.request_here(cmd).await
+    }
+
+    /// [`Conn::request`] for a [`Command`]: every script call of a lock comes through here.
+    pub async fn request_command(&self, command: &Command) -> RedisResult<Value> {
+        if let Some(reply) = self.send_on_host(|out| command.write_to(out)) {
+            return reply.await;
+        }
+        self.request_here(&command.to_cmd()).await
+    }
+
+    /// Queues a request on this thread's host link, if a call polled here may use it.
+    fn send_on_host(&self, pack: impl FnOnce(&mut Vec<u8>)) -> Option<impl std::future::Future<Output = RedisResult<Value>>> {
+        let reply = self.host_here()?.send_one(pack, self.timeout)?;
+        Some(async move { reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed"))) })
+    }
+
+    /// A request on the client's own connection.
+    async fn request_here(&self, cmd: &Cmd) -> RedisResult<Value> {
         let (mut conn, epoch) = self.current().await?;
         let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
         self.settle(reply, epoch)

@@ -6,12 +6,14 @@
 //! Sentinel (`sentinel.rs`) and a Cluster (`cluster.rs`); `url.rs` tells which a URL names.
 
 mod cluster;
+mod command;
 mod conn;
 mod host;
 mod resp;
 mod sentinel;
 mod url;
 
+pub(crate) use command::Command;
 pub(crate) use conn::Conn;
 pub use host::{HostAddress, HostLink};
 

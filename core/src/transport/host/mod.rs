@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
+use redis::{ConnectionAddr, ConnectionInfo, Pipeline, RedisResult, Value};
 use tokio::sync::oneshot;
 
 mod scope;
@@ -305,12 +305,12 @@ impl HostLink {
         std::mem::take(&mut self.shared.state.lock().unwrap().latches)
     }
 
-    /// Queues `cmd`, to be answered within `timeout`; `None` if the link cannot take
-    /// it (closed, or its handshake not answered yet).
-    pub(crate) fn send_one(&self, cmd: &Cmd, timeout: Duration) -> Option<oneshot::Receiver<RedisResult<Value>>> {
+    /// Queues the command `pack` writes, to be answered within `timeout`; `None` if the
+    /// link cannot take it (closed, or its handshake not answered yet).
+    pub(crate) fn send_one(&self, pack: impl FnOnce(&mut Vec<u8>), timeout: Duration) -> Option<oneshot::Receiver<RedisResult<Value>>> {
         let (tx, rx) = oneshot::channel();
         let waiter = Waiter { deadline: Instant::now() + timeout, reply: ReplyTo::One(tx) };
-        self.send(|out| cmd.write_packed_command(out), waiter).then_some(rx)
+        self.send(pack, waiter).then_some(rx)
     }
 
     /// Queues a (non-transaction) pipeline answering `count` replies.
