@@ -76,6 +76,9 @@ pub async fn unless_aborted<T>(mut abort: Abort, wait: impl std::future::Future<
     if abort.already() {
         return Err(cancelled());
     }
+    if abort.id.is_none() {
+        return wait.await; // nothing can abort it (most acquires): no select per poll
+    }
     tokio::select! {
         r = wait => r,
         _ = abort.cancelled() => Err(cancelled()),

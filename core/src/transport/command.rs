@@ -22,7 +22,8 @@ impl Command {
     /// An empty command in the form the calling thread sends (see above).
     pub fn new() -> Command {
         if HostLink::polling_here() {
-            Command::Resp { bulks: Vec::with_capacity(256), count: 0 }
+            // A release of a lock with a long name passes some 300 bytes.
+            Command::Resp { bulks: Vec::with_capacity(512), count: 0 }
         } else {
             Command::Cmd(Cmd::with_capacity(12, 256))
         }
