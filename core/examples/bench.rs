@@ -40,17 +40,26 @@ async fn main() {
 
     // Every section compares with the PING round-trip of this run.
     let lock = client.lock("bench:uncontended").unwrap();
-    let (rtt, cycle, floor) = uncontended_with_floor(&mut raw, &lock, "bench:uncontended:floor").await;
+    let round = uncontended_with_floor(&mut raw, &lock, "bench:uncontended:floor", &url).await;
+    let (rtt, cycle) = (round.rtt, round.cycle);
     if run("uncontended") {
-        println!("== uncontended, one holder (the median of 9 rounds, PINGs and cycles taking turns)");
+        let (floor, bare_rtt, bare_cycle) = (round.floor.unwrap(), round.bare_rtt.unwrap(), round.bare_cycle.unwrap());
+        let per_ping = |d: Duration, ping: Duration| d.as_secs_f64() / (2.0 * ping.as_secs_f64());
+        println!("== uncontended, one holder (p50s of the median of 9 rounds, PINGs and cycles taking turns)");
         println!("PING round-trip p50             {}", ms(rtt));
-        println!("acquire+release cycle           {}  ({:.0} cycles/s)", ms(cycle), 1.0 / cycle.as_secs_f64());
-        println!("cycle / (2 x PING p50)          {:.2}   (target <= 1.25)", cycle.as_secs_f64() / (2.0 * rtt.as_secs_f64()));
+        println!("acquire+release cycle p50       {}  ({:.0} cycles/s)", ms(cycle), 1.0 / cycle.as_secs_f64());
+        println!("cycle / (2 x PING p50)          {:.2}   (target <= 1.25)", per_ping(cycle, rtt));
         println!(
             "protocol floor cycle            {}  = {:.2} x 2 PING; ferrolock / floor {:.2} (our scripts sent by redis-rs alone)",
             ms(floor),
-            floor.as_secs_f64() / (2.0 * rtt.as_secs_f64()),
+            per_ping(floor, rtt),
             cycle.as_secs_f64() / floor.as_secs_f64()
+        );
+        println!(
+            "bare floor                      {} = {:.2} x 2 bare PING ({}): our scripts on a bare socket, the least any client of this protocol can reach",
+            ms(bare_cycle),
+            per_ping(bare_cycle, bare_rtt),
+            ms(bare_rtt)
         );
     }
     if run("contended") {

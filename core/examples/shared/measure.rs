@@ -44,35 +44,45 @@ pub fn process_cpu() -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-/// PING round-trip p50 on `raw` and the mean acquire+release cycle of `lock`
-/// (after a warm-up), in rounds that take turns: this VM's speed drifts within
-/// seconds, so a PING measured once before all the cycles is compared with a
-/// different machine. Answers the round whose cycle / PING ratio is the median.
+/// PING round-trip p50 on `raw` and the acquire+release cycle p50 of `lock` (after a
+/// warm-up), in rounds that take turns: this VM's speed drifts within seconds, so a
+/// PING measured once before all the cycles is compared with a different machine.
+/// Answers the round whose cycle / PING ratio is the median. (Medians on both sides: a
+/// mean cycle against a median PING counted every scheduling hiccup against the cycle.)
 pub async fn uncontended(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock) -> (Duration, Duration) {
-    let (rtt, cycle, _) = rounds(raw, lock, None).await;
-    (rtt, cycle)
+    let round = rounds(raw, lock, None, None).await;
+    (round.rtt, round.cycle)
 }
 
-/// The same, with a third turn per round: the protocol's floor, core's own acquire and
-/// release scripts sent on `raw` by redis-rs alone (keys and arguments as core sends
-/// them, on a lock named `floor_name`), the cycle no client of this protocol can beat
-/// by more than its own overhead.
-pub async fn uncontended_with_floor(
-    raw: &mut redis::aio::MultiplexedConnection,
-    lock: &Lock,
-    floor_name: &str,
-) -> (Duration, Duration, Duration) {
-    let (rtt, cycle, floor) = rounds(raw, lock, Some(floor_name)).await;
-    (rtt, cycle, floor.unwrap())
+/// One round of [`uncontended_with_floor`]: p50s.
+#[derive(Debug, Clone, Copy)]
+pub struct Round {
+    pub rtt: Duration,
+    pub cycle: Duration,
+    /// Core's own acquire and release scripts sent on `raw` by redis-rs alone (keys and
+    /// arguments as core sends them): the protocol's floor with redis-rs's overhead.
+    pub floor: Option<Duration>,
+    /// A PING and the same two scripts on a bare socket (write the request, read the
+    /// reply line; no client can do less): the least any client of this protocol can reach.
+    pub bare_rtt: Option<Duration>,
+    pub bare_cycle: Option<Duration>,
 }
 
-async fn rounds(
-    raw: &mut redis::aio::MultiplexedConnection,
-    lock: &Lock,
-    floor_name: Option<&str>,
-) -> (Duration, Duration, Option<Duration>) {
+/// [`uncontended`] with the floors of [`Round`] measured in the same rounds, the bare
+/// one against the server of `url` (plain `redis://host:port`).
+pub async fn uncontended_with_floor(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock, floor_name: &str, url: &str) -> Round {
+    let bare = Bare::connect(url, &format!("{floor_name}:bare")).await;
+    rounds(raw, lock, Some(floor_name), Some(bare)).await
+}
+
+fn p50(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    percentile(&samples, 0.5)
+}
+
+async fn rounds(raw: &mut redis::aio::MultiplexedConnection, lock: &Lock, floor_name: Option<&str>, mut bare: Option<Bare>) -> Round {
     const ROUNDS: usize = 9;
-    const PER_ROUND: u32 = 600;
+    const PER_ROUND: usize = 600;
     let mut floor = floor_name.map(Floor::new);
     for _ in 0..500 {
         lock.acquire().await.unwrap().release().await.unwrap();
@@ -80,43 +90,66 @@ async fn rounds(
         if let Some(floor) = floor.as_mut() {
             floor.cycle(raw).await;
         }
+        if let Some(bare) = bare.as_mut() {
+            bare.ping().await;
+            bare.cycle().await;
+        }
     }
+    // Each sample timed alone, so that p50s compare with the PING's.
     let mut rounds = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        let mut pings = Vec::with_capacity(PER_ROUND as usize);
+        let (mut pings, mut cycles) = (Vec::with_capacity(PER_ROUND), Vec::with_capacity(PER_ROUND));
         for _ in 0..PER_ROUND {
             let t = Instant::now();
             let _: String = redis::cmd("PING").query_async(raw).await.unwrap();
             pings.push(t.elapsed());
         }
-        pings.sort();
-        let t = Instant::now();
         for _ in 0..PER_ROUND {
-            lock.acquire().await.unwrap().release().await.unwrap();
-        }
-        let cycle = t.elapsed() / PER_ROUND;
-        let mut floor_cycle = None;
-        if let Some(floor) = floor.as_mut() {
             let t = Instant::now();
+            lock.acquire().await.unwrap().release().await.unwrap();
+            cycles.push(t.elapsed());
+        }
+        let mut round = Round { rtt: p50(pings), cycle: p50(cycles), floor: None, bare_rtt: None, bare_cycle: None };
+        if let Some(floor) = floor.as_mut() {
+            let mut samples = Vec::with_capacity(PER_ROUND);
             for _ in 0..PER_ROUND {
+                let t = Instant::now();
                 floor.cycle(raw).await;
+                samples.push(t.elapsed());
             }
-            floor_cycle = Some(t.elapsed() / PER_ROUND);
+            round.floor = Some(p50(samples));
             floor.delete_latches(raw).await;
         }
-        rounds.push((percentile(&pings, 0.5), cycle, floor_cycle));
+        if let Some(bare) = bare.as_mut() {
+            let (mut pings, mut cycles) = (Vec::with_capacity(PER_ROUND), Vec::with_capacity(PER_ROUND));
+            for _ in 0..PER_ROUND {
+                let t = Instant::now();
+                bare.ping().await;
+                pings.push(t.elapsed());
+                let t = Instant::now();
+                bare.cycle().await;
+                cycles.push(t.elapsed());
+            }
+            round.bare_rtt = Some(p50(pings));
+            round.bare_cycle = Some(p50(cycles));
+            bare.delete_latches().await;
+        }
+        rounds.push(round);
     }
-    rounds.sort_by(|a, b| (a.1.as_secs_f64() / a.0.as_secs_f64()).total_cmp(&(b.1.as_secs_f64() / b.0.as_secs_f64())));
+    rounds.sort_by(|a, b| (a.cycle.as_secs_f64() / a.rtt.as_secs_f64()).total_cmp(&(b.cycle.as_secs_f64() / b.rtt.as_secs_f64())));
     rounds[ROUNDS / 2]
 }
 
-/// Core's RLock scripts driven by hand (see `uncontended_with_floor`).
+const ACQUIRE_LUA: &str = include_str!("../../src/scripts/lock/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../../src/scripts/lock/release.lua");
+const FLOOR_OWNER: &str = "00000000-0000-4000-8000-000000000000:1";
+
+/// Core's RLock scripts driven by hand (see [`Round::floor`]).
 struct Floor {
     acquire: redis::Script,
     release: redis::Script,
     name: String,
     channel: String,
-    owner: String,
     requests: u64,
     latches: Vec<String>,
 }
@@ -124,27 +157,26 @@ struct Floor {
 impl Floor {
     fn new(name: &str) -> Floor {
         Floor {
-            acquire: redis::Script::new(include_str!("../../src/scripts/lock/acquire.lua")),
-            release: redis::Script::new(include_str!("../../src/scripts/lock/release.lua")),
+            acquire: redis::Script::new(ACQUIRE_LUA),
+            release: redis::Script::new(RELEASE_LUA),
             name: name.to_string(),
             channel: format!("redisson_lock__channel:{{{name}}}"),
-            owner: "00000000-0000-4000-8000-000000000000:1".to_string(),
             requests: 0,
             latches: Vec::new(),
         }
     }
 
     async fn cycle(&mut self, raw: &mut redis::aio::MultiplexedConnection) {
-        let count: i64 = self.acquire.key(&self.name).arg(30_000).arg(&self.owner).invoke_async(raw).await.unwrap();
+        let count: i64 = self.acquire.key(&self.name).arg(30_000).arg(FLOOR_OWNER).invoke_async(raw).await.unwrap();
         assert_eq!(count, 1, "the floor's lock {} is not free", self.name);
         self.requests += 1;
-        let latch = format!("redisson_unlock_latch:{{{}}}:{}:{}", self.name, self.owner, self.requests);
+        let latch = format!("redisson_unlock_latch:{{{}}}:{}:{}", self.name, FLOOR_OWNER, self.requests);
         let released: i64 = self
             .release
             .key(&self.name)
             .key(&self.channel)
             .key(&latch)
-            .arg(&self.owner)
+            .arg(FLOOR_OWNER)
             .arg(30_000)
             .arg("publish")
             .arg(5_000)
@@ -161,6 +193,82 @@ impl Floor {
         if !self.latches.is_empty() {
             let _: i64 = redis::cmd("UNLINK").arg(&self.latches).query_async(raw).await.unwrap();
             self.latches.clear();
+        }
+    }
+}
+
+/// The same scripts on a bare socket (see [`Round::bare_cycle`]): requests written as
+/// bytes, replies read as one line each (every reply here is one line).
+struct Bare {
+    socket: tokio::net::TcpStream,
+    floor: Floor,
+    acquire_sha: String,
+    release_sha: String,
+    buf: Vec<u8>,
+}
+
+impl Bare {
+    async fn connect(url: &str, name: &str) -> Bare {
+        let client = redis::Client::open(url).unwrap();
+        let redis::ConnectionAddr::Tcp(host, port) = client.get_connection_info().addr().clone() else {
+            panic!("the bare floor needs a redis://host:port URL")
+        };
+        // The scripts are loaded by redis-rs; the bare socket only calls them.
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let floor = Floor::new(name);
+        floor.acquire.load_async(&mut conn).await.unwrap();
+        floor.release.load_async(&mut conn).await.unwrap();
+        let socket = tokio::net::TcpStream::connect((host.as_str(), port)).await.unwrap();
+        socket.set_nodelay(true).unwrap();
+        let (acquire_sha, release_sha) = (floor.acquire.get_hash().to_string(), floor.release.get_hash().to_string());
+        Bare { socket, floor, acquire_sha, release_sha, buf: Vec::with_capacity(64) }
+    }
+
+    async fn request(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for arg in args {
+            out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            out.extend_from_slice(arg);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.socket.write_all(&out).await.unwrap();
+        self.buf.clear();
+        while !self.buf.ends_with(b"\r\n") {
+            let mut chunk = [0u8; 64];
+            let n = self.socket.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the server closed the bare floor's connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        self.buf.clone()
+    }
+
+    async fn ping(&mut self) {
+        assert_eq!(self.request(&[b"PING"]).await, b"+PONG\r\n");
+    }
+
+    async fn cycle(&mut self) {
+        let f = &mut self.floor;
+        f.requests += 1;
+        let (name, channel) = (f.name.clone(), f.channel.clone());
+        let latch = format!("redisson_unlock_latch:{{{}}}:{}:{}", name, FLOOR_OWNER, f.requests);
+        f.latches.push(latch.clone());
+        let (acquire_sha, release_sha) = (self.acquire_sha.clone(), self.release_sha.clone());
+        let got = self.request(&[b"EVALSHA", acquire_sha.as_bytes(), b"1", name.as_bytes(), b"30000", FLOOR_OWNER.as_bytes()]).await;
+        assert_eq!(got, b":1\r\n", "the bare floor's lock {name} is not free");
+        let args: [&[u8]; 11] = [
+            b"EVALSHA", release_sha.as_bytes(), b"3", name.as_bytes(), channel.as_bytes(), latch.as_bytes(),
+            FLOOR_OWNER.as_bytes(), b"30000", b"publish", b"5000", b"1",
+        ];
+        assert_eq!(self.request(&args).await, b":1\r\n");
+    }
+
+    async fn delete_latches(&mut self) {
+        let latches = std::mem::take(&mut self.floor.latches);
+        if !latches.is_empty() {
+            let mut args: Vec<&[u8]> = vec![b"UNLINK"];
+            args.extend(latches.iter().map(|l| l.as_bytes()));
+            self.request(&args).await;
         }
     }
 }
