@@ -153,8 +153,9 @@ pub(crate) fn reclaim<C, T>(ptr: *const C, registry: &Registry<T>, arg: &str, cl
     Ok(Some(handle))
 }
 
-/// Blocks the calling thread on `future` in the process-wide runtime. Refuses a
-/// client created before fork() (its threads and sockets stayed in the parent).
+/// Blocks the calling thread on `future`: the thread polls it and does its I/O on a
+/// connection of its own (core's `blocking`). Refuses a client created before fork()
+/// (its threads and sockets stayed in the parent).
 pub(crate) fn block_on<F>(client: Option<&Client>, future: F) -> Result<F::Output, Error>
 where
     F: Future + Send,
@@ -163,15 +164,15 @@ where
     if let Some(client) = client {
         client.check_process()?;
     }
-    let rt = ferrolock::runtime::shared()
-        .map_err(|e| internal(format!("cannot start the ferrolock runtime threads: {e}")))?;
+    let started = |e: std::io::Error| internal(format!("cannot start the ferrolock runtime threads: {e}"));
     if tokio::runtime::Handle::try_current().is_ok() {
         // Called from a library thread (an on_lost callback): a runtime cannot be
-        // blocked on from inside itself, so wait on a helper thread instead.
-        std::thread::scope(|s| s.spawn(|| rt.block_on(future)).join())
-            .map_err(|p| internal(panic_message(&*p)))
+        // blocked on from inside itself, so wait on a helper thread instead (on the
+        // runtime: a connection of its own would die with the thread).
+        let rt = ferrolock::runtime::shared().map_err(started)?;
+        std::thread::scope(|s| s.spawn(|| rt.block_on(future)).join()).map_err(|p| internal(panic_message(&*p)))
     } else {
-        Ok(rt.block_on(future))
+        ferrolock::blocking::block_on(future).map_err(started)
     }
 }
 

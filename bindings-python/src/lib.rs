@@ -39,8 +39,6 @@
 
 mod call;
 mod client;
-#[cfg(unix)]
-mod driver;
 mod errors;
 mod family;
 mod lock;

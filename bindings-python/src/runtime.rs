@@ -70,7 +70,7 @@ pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
 
 /// Runs `fut` to completion with the GIL released, looking for signals every
 /// [`SIGNAL_SLICE`]: on Unix polled on this thread, which also does the I/O of its
-/// own connection (driver.rs), elsewhere on the shared runtime. On KeyboardInterrupt
+/// own connection (core's `blocking`), elsewhere on the shared runtime. On KeyboardInterrupt
 /// (or any exception a signal handler raises) the future is dropped, which core
 /// guarantees leaves nothing held and no subscription behind.
 pub(crate) fn block<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
@@ -81,18 +81,18 @@ where
     let rt = runtime()?;
     let mut fut = Box::pin(fut);
     #[cfg(unix)]
-    let mut drive = crate::driver::Drive::new();
+    let mut drive = ferrolock::blocking::Drive::new();
     loop {
         let step = py.detach(|| {
             let _context = rt.enter();
             #[cfg(unix)]
             match drive.slice(fut.as_mut(), SIGNAL_SLICE) {
-                crate::driver::Slice::Done(result) => {
-                    crate::driver::settle();
+                ferrolock::blocking::Slice::Done(result) => {
+                    ferrolock::blocking::settle();
                     return Some(result);
                 }
-                crate::driver::Slice::Pending => return None,
-                crate::driver::Slice::Unavailable => {}
+                ferrolock::blocking::Slice::Pending => return None,
+                ferrolock::blocking::Slice::Unavailable => {}
             }
             rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, fut.as_mut()).await }).ok()
         });
@@ -103,7 +103,7 @@ where
                     let _context = rt.enter();
                     drop(fut);
                     #[cfg(unix)]
-                    crate::driver::interrupted();
+                    ferrolock::blocking::interrupted();
                     return Err(interrupt);
                 }
             }

@@ -1,4 +1,4 @@
-"""Each thread's own connection (src/driver.rs, core's transport/host.rs): a blocking
+"""Each thread's own connection (core's blocking/ and transport/host/): a blocking
 call does its I/O on the calling thread, over a connection of that thread made on
 its first call. When that connection dies or stalls, the call settles exactly once
 through core's own connection and a new one comes; it closes with its thread and

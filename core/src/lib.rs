@@ -31,12 +31,14 @@
 //! 4. primitives: `lock` (every kind with an owner: the handle, its holder, the
 //!    shared protocol and what differs per kind on the wire, same-client hand-off, status), `semaphore` (permits
 //!    nobody owns) and `latch` (the count-down latch);
-//! 5. `client` (the only module that knows everything) and this facade.
+//! 5. `client` (the only module that knows everything) and this facade; `blocking`
+//!    (how bindings that block run a call: on their own thread, doing its I/O).
 //!
 //! A newcomer's path: this file -> `client.rs` -> `lock/mod.rs` -> `waiting/mod.rs`
 //! -> `hold/state.rs` -> `lock/reentrant.rs` with `scripts/lock/*.lua` ->
 //! `scripts/mod.rs` and `transport/`.
 
+pub mod blocking;
 mod client;
 mod config;
 mod ctx;

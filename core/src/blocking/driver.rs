@@ -1,7 +1,6 @@
 //! A blocking call does its own I/O, as redis-py does: the calling thread polls the
 //! core future and, while it waits, reads and writes a connection of its own to the
-//! server (core's host link, `ferrolock::HostLink`, one per thread and client, made
-//! on first use). Without it every request went to a runtime thread and every reply
+//! server (a host link, transport/host, one per thread and client, made on first use). Without it every request went to a runtime thread and every reply
 //! came back through one: two thread wake-ups per round-trip on top of the network's.
 //!
 //! The thread waits in poll(2) on its sockets and on a wake-up pipe, which core's
@@ -24,7 +23,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use ferrolock::{HostAddress, HostLink};
+use crate::transport::{HostAddress, HostLink};
 
 /// How often a waiting thread looks for overdue replies (a timer per request would
 /// wake a runtime thread on every call).
@@ -37,7 +36,7 @@ thread_local! {
 }
 
 /// What one slice of driving gave.
-pub(crate) enum Slice<T> {
+pub enum Slice<T> {
     Done(T),
     /// The slice ran out first.
     Pending,
@@ -46,12 +45,13 @@ pub(crate) enum Slice<T> {
 }
 
 /// One blocking call's driving, slice after slice.
-pub(crate) struct Drive {
+pub struct Drive {
     next_check: Instant,
 }
 
 impl Drive {
-    pub(crate) fn new() -> Drive {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Drive {
         // Replies that came while the thread was away are read before anything is overdue.
         Drive {
             next_check: Instant::now() + OVERDUE_CHECK,
@@ -60,7 +60,7 @@ impl Drive {
 
     /// Polls `fut` on this thread until it completes or `slice` passed, doing the I/O
     /// of this thread's links meanwhile. Call inside the runtime's context.
-    pub(crate) fn slice<F: Future + ?Sized>(
+    pub fn slice<F: Future + ?Sized>(
         &mut self,
         mut fut: Pin<&mut F>,
         slice: Duration,
@@ -123,7 +123,7 @@ const SETTLE: Duration = Duration::from_millis(100);
 /// After a call: serves this thread's links until nothing is due on them, for up to
 /// [`SETTLE`]; a link still waiting then is closed, which fails its requests as lost
 /// replies and leaves them to core's resolvers on the client's own connection.
-pub(crate) fn settle() {
+pub fn settle() {
     with_driver(|driver| {
         let until = Instant::now() + SETTLE;
         while driver.links.iter().any(|served| served.link.in_flight() > 0) {
@@ -140,7 +140,7 @@ pub(crate) fn settle() {
 
 /// After an interrupted call (Ctrl-C): what its future left in flight is settled by
 /// core's resolvers, not by this thread, which may not call again for a long time.
-pub(crate) fn interrupted() {
+pub fn interrupted() {
     with_driver(|driver| driver.close_in_flight("the call was interrupted"));
 }
 
