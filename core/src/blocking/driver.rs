@@ -14,8 +14,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,7 +22,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use crate::transport::{HostAddress, HostLink};
+use super::socket::Socket;
+use crate::transport::HostLink;
 
 /// How often a waiting thread looks for overdue replies (a timer per request would
 /// wake a runtime thread on every call).
@@ -189,70 +189,6 @@ struct Served {
     socket: Socket,
     /// Output the socket did not take yet.
     pending: Vec<u8>,
-}
-
-enum Socket {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Socket {
-    fn connect(address: &HostAddress, timeout: Duration) -> std::io::Result<Socket> {
-        let socket = match address {
-            HostAddress::Tcp { host, port } => {
-                let mut last = None;
-                let mut found = None;
-                for addr in (host.as_str(), *port).to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&addr, timeout) {
-                        Ok(stream) => {
-                            found = Some(stream);
-                            break;
-                        }
-                        Err(e) => last = Some(e),
-                    }
-                }
-                let stream = found
-                    .ok_or_else(|| last.unwrap_or_else(|| ErrorKind::AddrNotAvailable.into()))?;
-                stream.set_nodelay(true)?;
-                Socket::Tcp(stream)
-            }
-            HostAddress::Unix(path) => Socket::Unix(UnixStream::connect(path)?),
-        };
-        match &socket {
-            Socket::Tcp(s) => s.set_nonblocking(true)?,
-            Socket::Unix(s) => s.set_nonblocking(true)?,
-        }
-        Ok(socket)
-    }
-
-    fn fd(&self) -> i32 {
-        match self {
-            Socket::Tcp(s) => s.as_raw_fd(),
-            Socket::Unix(s) => s.as_raw_fd(),
-        }
-    }
-
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Socket::Tcp(s) => s.read(buf),
-            Socket::Unix(s) => s.read(buf),
-        }
-    }
-
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Socket::Tcp(s) => s.write(buf),
-            Socket::Unix(s) => s.write(buf),
-        }
-    }
-
-    /// A descriptor of the same socket that another thread may shut down.
-    fn shutdown_handle(&self) -> std::io::Result<OwnedFd> {
-        match self {
-            Socket::Tcp(s) => s.try_clone().map(OwnedFd::from),
-            Socket::Unix(s) => s.try_clone().map(OwnedFd::from),
-        }
-    }
 }
 
 impl Driver {

@@ -14,6 +14,8 @@ use std::future::Future;
 
 #[cfg(unix)]
 mod driver;
+#[cfg(unix)]
+mod socket;
 
 #[cfg(unix)]
 pub use driver::{interrupted, settle, Drive, Slice};
