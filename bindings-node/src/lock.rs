@@ -226,6 +226,7 @@ impl NativeLock {
     pub fn handle<'env>(&self, env: &'env Env) -> napi::Result<napi::bindgen_prelude::Unknown<'env>> {
         crate::fast::lock_handle(env, self.handle.clone())
     }
+
     /// Releases every level at once.
     #[napi]
     pub fn release_all<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
@@ -313,7 +314,7 @@ impl NativeLock {
 }
 
 /// Acquires, waiting at most `wait_ms` (unbounded when absent); `None` when not
-/// acquired in time. `cancel_id` (from `newCancel`) lets the caller abort the wait.
+/// acquired in time. `abort` (the call's cancel handle, from `newCancel`) ends the wait.
 pub(crate) async fn acquire(h: Arc<Handle>, wait_ms: Option<f64>, lease_ms: Option<f64>, abort: Abort) -> Result<Option<Either<f64, HoldInfo>>> {
     let options = AcquireOptions { wait: millis(wait_ms, "waitMs")?, lease: millis(lease_ms, "leaseMs")? };
     let result = unless_aborted(abort, async { h.lock.acquire_hold(options).await.js() }).await;
