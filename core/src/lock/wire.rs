@@ -22,9 +22,9 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// `EVALSHA <sha> <keys>`: the caller appends exactly `keys` keys, then the arguments.
-    fn new(script: &'static Script, keys: usize) -> Call {
-        let mut command = Command::new();
+    /// `EVALSHA <sha> <keys>` for `h`: the caller appends exactly `keys` keys, then the arguments.
+    fn new(h: &Holder, script: &'static Script, keys: usize) -> Call {
+        let mut command = h.ctx.transport.command();
         command.arg(b"EVALSHA");
         command.arg(script.get_hash().as_bytes());
         command.num(keys as u64);
@@ -73,22 +73,22 @@ pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
     let n = &h.names;
     let field = h.field.as_str();
     match h.kind {
-        LockKind::Reentrant => Call::new(&scripts::ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
-        LockKind::Fenced => Call::new(&scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).num(lease).arg(field),
-        LockKind::Fair => Call::new(&scripts::FAIR_ACQUIRE, 3)
+        LockKind::Reentrant => Call::new(h, &scripts::ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
+        LockKind::Fenced => Call::new(h, &scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).num(lease).arg(field),
+        LockKind::Fair => Call::new(h, &scripts::FAIR_ACQUIRE, 3)
             .arg(&n.name)
             .arg(&n.queue)
             .arg(&n.queue_timeouts)
             .num(lease)
             .arg(field)
             .num(h.fair_wait_ms),
-        LockKind::Read => Call::new(&scripts::READ_ACQUIRE, 2)
+        LockKind::Read => Call::new(h, &scripts::READ_ACQUIRE, 2)
             .arg(&n.name)
             .arg(n.read_timeouts(&h.owner))
             .num(lease)
             .arg(field)
             .arg(format!("{}:write", h.owner)),
-        LockKind::Write => Call::new(&scripts::WRITE_ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
+        LockKind::Write => Call::new(h, &scripts::WRITE_ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
     }
 }
 
@@ -102,15 +102,15 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, han
     let fenced_successor = successor.as_ref().is_some_and(|(s, _)| s.is_fenced());
     let mut call = match h.kind {
         LockKind::Reentrant | LockKind::Fenced => {
-            Call::new(&scripts::RELEASE, 3 + fenced_successor as usize).arg(&n.name).arg(&n.channel)
+            Call::new(h, &scripts::RELEASE, 3 + fenced_successor as usize).arg(&n.name).arg(&n.channel)
         }
-        LockKind::Fair => Call::new(&scripts::FAIR_RELEASE, 5)
+        LockKind::Fair => Call::new(h, &scripts::FAIR_RELEASE, 5)
             .arg(&n.name)
             .arg(&n.queue)
             .arg(&n.queue_timeouts)
             .arg(&n.channel),
-        LockKind::Write => Call::new(&scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel),
-        LockKind::Read => Call::new(&scripts::READ_RELEASE, 5)
+        LockKind::Write => Call::new(h, &scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel),
+        LockKind::Read => Call::new(h, &scripts::READ_RELEASE, 5)
             .arg(&n.name)
             .arg(&n.rw_channel)
             .arg(n.read_timeouts(&h.owner))
@@ -136,7 +136,7 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, han
 pub(crate) fn leave_queue(h: &Holder) -> Option<Call> {
     let n = &h.names;
     (h.kind == LockKind::Fair).then(|| {
-        Call::new(&scripts::FAIR_LEAVE, 4)
+        Call::new(h, &scripts::FAIR_LEAVE, 4)
             .arg(&n.name)
             .arg(&n.queue)
             .arg(&n.queue_timeouts)
@@ -152,12 +152,12 @@ pub(crate) fn force_unlock(h: &Holder) -> Call {
     let n = &h.names;
     let publish = h.ctx.transport.publish_command();
     match h.kind {
-        LockKind::Fair => Call::new(&scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg("0"),
+        LockKind::Fair => Call::new(h, &scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg("0"),
         LockKind::Read | LockKind::Write => {
-            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg("1")
+            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg("1")
         }
         LockKind::Reentrant | LockKind::Fenced => {
-            Call::new(&scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg("0")
+            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg("0")
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A command built for the connection it will most likely go out on. A call polled by
-//! a host (host/: Node's event loop, Python's blocking calls) sends on the host link,
-//! which writes RESP: such a command is written as RESP while its arguments are added,
+//! a host (host/: Node's event loop, Python's blocking calls, C's) of a client that
+//! can have host links sends on the host link, which writes RESP: such a command is
+//! written as RESP while its arguments are added,
 //! once, with no redis-rs `Cmd` to build and then pack (two allocations and a second
 //! pass over every argument, a good part of an uncontended call's own work). Any other
 //! call builds a `Cmd` for redis-rs's connections, as before. Either form converts to
@@ -8,8 +9,6 @@
 //! client's connection, a pipeline).
 
 use redis::Cmd;
-
-use super::host::HostLink;
 
 pub(crate) enum Command {
     /// The bulk strings of a RESP array and their count; its header (`*<count>`) is
@@ -19,9 +18,9 @@ pub(crate) enum Command {
 }
 
 impl Command {
-    /// An empty command in the form the calling thread sends (see above).
-    pub fn new() -> Command {
-        if HostLink::polling_here() {
+    /// An empty command, as RESP when `host` (see `Transport::command`).
+    pub fn new(host: bool) -> Command {
+        if host {
             // A release of a lock with a long name passes some 300 bytes.
             Command::Resp { bulks: Vec::with_capacity(512), count: 0 }
         } else {

@@ -46,6 +46,8 @@ pub(crate) struct Transport {
     name: Arc<str>,
     /// The client's counters (reconnects are counted here).
     pub metrics: Arc<Recorder>,
+    /// Host links (host/) can reach this server: one server over TCP or a Unix socket.
+    host_links: bool,
 }
 
 impl Transport {
@@ -116,8 +118,17 @@ impl Transport {
         };
         let target = Arc::new(target);
         let name: Arc<str> = name.into();
+        let host_links = matches!(&*target, Target::Single(client)
+            if matches!(client.get_connection_info().addr(), ConnectionAddr::Tcp(..) | ConnectionAddr::Unix(..)));
         let conn = Conn::new(target.clone(), db, config, name.clone(), metrics.clone());
-        Ok((Transport { target, server, name, metrics }, conn))
+        Ok((Transport { target, server, name, metrics, host_links }, conn))
+    }
+
+    /// An empty command in the form a call polled here will most likely send: RESP
+    /// when a host polls it and this client may have a host link (one server, no TLS),
+    /// else a redis-rs `Cmd` (command.rs).
+    pub fn command(&self) -> Command {
+        Command::new(self.host_links && HostLink::polling_here())
     }
 
     /// True on a cluster.
