@@ -24,14 +24,14 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Valu
 
 use super::command::Command;
 use super::host::HostLink;
-
-mod hosts;
-
-use hosts::HostEntry;
 use super::Target;
 use crate::config::Config;
 use crate::metrics::Recorder;
 use crate::scripts;
+
+mod hosts;
+
+use hosts::HostEntry;
 
 /// One live connection of any topology.
 #[derive(Clone)]
@@ -214,7 +214,7 @@ impl Conn {
     /// Queues a request on this thread's host link, if a call polled here may use it.
     fn send_on_host(&self, pack: impl FnOnce(&mut Vec<u8>)) -> Option<impl std::future::Future<Output = RedisResult<Value>>> {
         let reply = self.host_here()?.send_one(pack, self.timeout)?;
-        Some(async move { reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed"))) })
+        Some(async move { host_reply(reply.await) })
     }
 
     /// A request on the client's own connection.
@@ -223,6 +223,11 @@ impl Conn {
         let reply = tokio::time::timeout(self.timeout, conn.req_packed_command(cmd)).await;
         self.settle(reply, epoch)
     }
+}
+
+/// A host link's answer: a reply, or the link closed before it came (a lost reply).
+fn host_reply<T>(reply: Result<RedisResult<T>, tokio::sync::oneshot::error::RecvError>) -> RedisResult<T> {
+    reply.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")))
 }
 
 impl ConnectionLike for Conn {
@@ -234,7 +239,7 @@ impl ConnectionLike for Conn {
         Box::pin(async move {
             if let Some(host) = self.host_here().filter(|_| offset == 0 && !pipeline.is_transaction()) {
                 if let Some(reply) = host.send_many(pipeline, count, self.timeout) {
-                    return reply.await.unwrap_or_else(|_| Err(super::host::lost("the host's connection closed")));
+                    return host_reply(reply.await);
                 }
             }
             let (mut conn, epoch) = self.current().await?;
