@@ -6,16 +6,18 @@ mod workers;
 pub use workers::*;
 
 mod cluster;
+mod fault_proxy;
 mod sentinel;
+mod tls;
 mod topology;
 pub use cluster::*;
+pub use fault_proxy::FaultProxy;
 pub use sentinel::*;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A redis-server owned by one test. Killed on drop.
@@ -140,26 +142,6 @@ impl RedisServer {
     /// True between [`RedisServer::pause`] and [`RedisServer::resume`]: do not query it, it would not answer.
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
-    }
-
-    /// A server that only speaks TLS (self-signed certificate made with openssl) and needs `password`.
-    pub fn start_tls(password: &str) -> RedisServer {
-        let mut server = RedisServer::start_with(&["--requirepass", password]);
-        server.kill();
-        let status = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
-            .arg("-keyout")
-            .arg(server.dir.join("key.pem"))
-            .arg("-out")
-            .arg(server.dir.join("cert.pem"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("openssl makes the test certificate");
-        assert!(status.success());
-        server.tls = true;
-        server.spawn().unwrap_or_else(|e| panic!("{e}"));
-        server
     }
 
     fn command(&self) -> Command {
@@ -363,197 +345,6 @@ pub async fn command_calls(conn: &mut redis::aio::MultiplexedConnection, command
         .filter(|l| commands.iter().any(|c| l.strip_prefix("cmdstat_").and_then(|r| r.strip_prefix(c)).is_some_and(|r| r.starts_with(':'))))
         .filter_map(|l| l.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
         .sum()
-}
-
-/// A TCP proxy in front of a server for network faults: cut the connection right
-/// after a request (the command runs, the reply never arrives), delay one reply,
-/// add a one-way delay to everything, or hold all traffic (a blackhole: bytes are
-/// kept, as TCP would retransmit them, and delivered in order when it ends).
-pub struct FaultProxy {
-    pub port: u16,
-    faults: Arc<Faults>,
-    pub cuts: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-}
-
-struct Faults {
-    cut_marker: std::sync::Mutex<Option<Vec<u8>>>,
-    delay_marker: std::sync::Mutex<Option<(Vec<u8>, Duration)>>,
-    one_way: std::sync::Mutex<Duration>,
-    blackhole: tokio::sync::watch::Sender<bool>,
-}
-
-impl FaultProxy {
-    pub async fn start(upstream_port: u16) -> FaultProxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let faults = Arc::new(Faults {
-            cut_marker: std::sync::Mutex::new(None),
-            delay_marker: std::sync::Mutex::new(None),
-            one_way: std::sync::Mutex::new(Duration::ZERO),
-            blackhole: tokio::sync::watch::channel(false).0,
-        });
-        let cuts = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (f, c, s) = (faults.clone(), cuts.clone(), stop.clone());
-        tokio::spawn(async move {
-            loop {
-                let Ok((inbound, _)) = listener.accept().await else {
-                    return;
-                };
-                if s.load(Ordering::Relaxed) {
-                    return;
-                }
-                let (f, c) = (f.clone(), c.clone());
-                tokio::spawn(async move {
-                    let Ok(outbound) = tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await else {
-                        return;
-                    };
-                    pump(inbound, outbound, f, c).await;
-                });
-            }
-        });
-        FaultProxy {
-            port,
-            faults,
-            cuts,
-            stop,
-        }
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// The next request containing `marker` runs on the server but its connection is cut
-    /// before the reply reaches the client.
-    pub fn cut_next_reply_to(&self, marker: &[u8]) {
-        *self.faults.cut_marker.lock().unwrap() = Some(marker.to_vec());
-    }
-
-    /// The reply to the next request containing `marker` reaches the client `delay`
-    /// late (the command runs at once; later replies on that connection queue behind it).
-    pub fn delay_next_reply_to(&self, marker: &[u8], delay: Duration) {
-        *self.faults.delay_marker.lock().unwrap() = Some((marker.to_vec(), delay));
-    }
-
-    /// Every byte, both ways, arrives `delay` after it was sent (0: no delay).
-    pub fn set_one_way_delay(&self, delay: Duration) {
-        *self.faults.one_way.lock().unwrap() = delay;
-    }
-
-    /// While on, nothing goes through either way; what was sent meanwhile is
-    /// delivered, in order, when it is turned off.
-    pub fn set_blackhole(&self, on: bool) {
-        self.faults.blackhole.send_replace(on);
-    }
-}
-
-impl Drop for FaultProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.faults.blackhole.send_replace(false);
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-/// One direction of a proxied connection: bytes read are written out in order,
-/// each no sooner than its `ready_at`, never while the blackhole is on.
-async fn forward(
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<(Instant, Vec<u8>)>,
-    mut out: tokio::net::tcp::OwnedWriteHalf,
-    faults: Arc<Faults>,
-) {
-    use tokio::io::AsyncWriteExt;
-    let mut blackhole = faults.blackhole.subscribe();
-    while let Some((ready_at, bytes)) = rx.recv().await {
-        tokio::time::sleep_until(ready_at.into()).await;
-        if blackhole.wait_for(|on| !*on).await.is_err() {
-            return;
-        }
-        if out.write_all(&bytes).await.is_err() {
-            return;
-        }
-    }
-}
-
-async fn pump(
-    inbound: tokio::net::TcpStream,
-    outbound: tokio::net::TcpStream,
-    faults: Arc<Faults>,
-    cuts: Arc<AtomicU64>,
-) {
-    use tokio::io::AsyncReadExt;
-    let (mut ci, co) = inbound.into_split();
-    let (mut si, so) = outbound.into_split();
-    let (to_server, server_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (to_client, client_rx) = tokio::sync::mpsc::unbounded_channel();
-    let drop_reply = Arc::new(AtomicBool::new(false));
-    let reply_delay = Arc::new(std::sync::Mutex::new(None::<Duration>));
-    let upstream = {
-        let (faults, drop_reply, reply_delay) = (faults.clone(), drop_reply.clone(), reply_delay.clone());
-        async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match ci.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                let chunk = &buf[..n];
-                {
-                    let mut m = faults.cut_marker.lock().unwrap();
-                    if m.as_ref().is_some_and(|needle| contains(chunk, needle)) {
-                        *m = None;
-                        drop_reply.store(true, Ordering::SeqCst);
-                    }
-                }
-                {
-                    let mut m = faults.delay_marker.lock().unwrap();
-                    if m.as_ref().is_some_and(|(needle, _)| contains(chunk, needle)) {
-                        *reply_delay.lock().unwrap() = m.take().map(|(_, d)| d);
-                    }
-                }
-                let ready_at = Instant::now() + *faults.one_way.lock().unwrap();
-                if to_server.send((ready_at, chunk.to_vec())).is_err() {
-                    return;
-                }
-                if drop_reply.load(Ordering::SeqCst) {
-                    // Let the server run it and answer; the downstream half drops the answer.
-                    std::future::pending::<()>().await;
-                }
-            }
-        }
-    };
-    let downstream = {
-        let faults = faults.clone();
-        async move {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match si.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                if drop_reply.load(Ordering::SeqCst) {
-                    cuts.fetch_add(1, Ordering::SeqCst);
-                    return;
-                }
-                let extra = reply_delay.lock().unwrap().take().unwrap_or_default();
-                let ready_at = Instant::now() + *faults.one_way.lock().unwrap() + extra;
-                if to_client.send((ready_at, buf[..n].to_vec())).is_err() {
-                    return;
-                }
-            }
-        }
-    };
-    // A client that closes its connection still gets what it sent delivered (as TCP
-    // would); a cut or a server that closes ends it at once.
-    tokio::select! {
-        _ = async { tokio::join!(upstream, forward(server_rx, so, faults.clone())) } => {}
-        _ = async { tokio::join!(downstream, forward(client_rx, co, faults.clone())) } => {}
-    }
 }
 
 /// Path of an example binary built by `cargo test` (target/<profile>/examples/NAME).
