@@ -438,6 +438,31 @@ async fn tls_and_auth_on_every_connection() {
     b.shutdown().await.unwrap();
 }
 
+/// rustls verifies the server: against the system roots (which do not know the test
+/// CA: refused, a Connection error naming the certificate), and against a CA file given
+/// by `SSL_CERT_FILE` (accepted). The child process keeps that variable out of this one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_verifies_the_server_certificate() {
+    let server = RedisServer::start_tls("tls-secret");
+    let url = format!("rediss://:tls-secret@127.0.0.1:{}", server.port);
+    let err = builder(&url, 3000).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
+    assert!(!err.to_string().contains("tls-secret"), "{err}");
+
+    for host in ["127.0.0.1", "localhost"] {
+        let url = format!("rediss://:tls-secret@{host}:{}", server.port);
+        let out = std::process::Command::new(example_binary("hold"))
+            .args(["--url", &url, "--name", "verified", "--hold-ms", "0"])
+            .env("SSL_CERT_FILE", server.tls_ca())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{host}: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.starts_with("acquired owner=") && stdout.contains("released"), "{stdout}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_every_handle_while_holding_keeps_the_hold_until_shutdown() {
     let server = RedisServer::start();
