@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Node binding: install npm deps (which builds the addon from source and
-# generates its TypeScript declarations), check that the committed native.d.ts
-# is what the build generates and that index.d.ts agrees with it, run the
-# node:test suite, then check that `npm install ./bindings-node` from another
-# project builds and loads it (require and import) and that the package's
-# `files` hold every file the entry point loads.
+# Node binding: install npm deps, build the addon from source (npm install builds
+# nothing: releases ship it prebuilt) and its TypeScript declarations, check that
+# the committed native.d.ts is what the build generates and that index.d.ts agrees
+# with it, run the node:test suite, then check that `npm install ./bindings-node`
+# from another project loads that build (require and import) and that the
+# package's `files` hold every file the entry point loads.
 #
 # Needs node >= 20 with npm, cargo, redis-server on PATH, and the npm registry.
 # Env: FERROLOCK_NODE_PROFILE=debug|release (default debug here), CARGO_TARGET_DIR.
@@ -30,8 +30,12 @@ trap 'rm -rf "$scratch"' EXIT
 # committed: npm 11 leaves @napi-rs/cli's optional platform packages out of it,
 # and `npm ci` then refuses it.
 
-echo "== npm install (builds the addon, $FERROLOCK_NODE_PROFILE, and its declarations)"
-FERROLOCK_NODE_DTS="$scratch/native.d.ts" npm install --no-fund --no-audit --no-package-lock
+# The optional dependency on the prebuilt platform package is not on the registry
+# before a release: npm skips it (a clone uses its own build, ferrolock.node).
+echo "== npm install (dependencies only)"
+npm install --no-fund --no-audit --no-package-lock
+echo "== build the addon ($FERROLOCK_NODE_PROFILE) and its declarations"
+node scripts/build.js --dts "$scratch/native.d.ts"
 test -f ferrolock.node
 
 echo "== native.d.ts is what the build generates"
@@ -50,7 +54,6 @@ node --expose-gc --test --test-concurrency=1 --test-reporter=spec test/*.test.js
 echo "== npm install ./bindings-node from another project"
 app="$scratch/app"
 mkdir "$app"
-rm -f ferrolock.node # the install below must build it again
 (
   cd "$app"
   npm init -y >/dev/null

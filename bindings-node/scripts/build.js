@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Builds the native addon from source into ./ferrolock.node.
+// Builds the native addon from source into ./ferrolock.node, which lib/native.js
+// prefers to the prebuilt platform package (@ferrolock/ferrolock-<platform>).
 //
-// Runs as the package's `install` script, so `npm install` inside bindings-node
-// and `npm install ./bindings-node` (or a tarball of it) from another project
-// both build the addon. Uses @napi-rs/cli when it is installed (our own
-// `npm install`); a project installing this folder does not get our
-// devDependencies, so then it runs cargo itself, the same build.
+// Opt-in: `npm run build` (or `node scripts/build.js`) in a clone's bindings-node;
+// `npm install` builds nothing (releases ship the addon prebuilt, see
+// scripts/package/node.sh). Needs the workspace around it (core is a path
+// dependency), so it is not in the published package. Uses @napi-rs/cli when it is
+// installed (our own `npm install`), else runs cargo itself, the same build.
 //
 // With @napi-rs/cli, the build also generates the TypeScript declarations of the
 // addon (napi-derive's type-def feature): into --dts FILE (or $FERROLOCK_NODE_DTS)
