@@ -583,6 +583,9 @@ export interface SetLoggerOptions {
  */
 export function setLogger(logger: ((record: LogRecord) => void) | null, options?: SetLoggerOptions): void;
 
+/** The package's version (package.json's, the same as the Rust workspace's), e.g. `'0.1.0'`. */
+export const version: string;
+
 /** `Lock.multi(locks, { quorum: 'majority' })`: a Redlock over `locks`. */
 export function redlock(locks: Iterable<Lock>): Lock;
 /** `Lock.multi(locks, { quorum: 'all' })`: a MultiLock over `locks`. */

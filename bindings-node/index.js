@@ -15,6 +15,8 @@ const { Semaphore, Permits, PermitExpirableSemaphore, Permit, CountDownLatch, Re
 const { Redlock, redlock, multiLock } = require('./lib/redlock');
 const { setLogger } = require('./lib/log');
 const { errors } = require('./lib/errors');
+// One version for the package and its addon: the workspace's, checked equal by test/version.test.js.
+const { version } = require('./package.json');
 
 module.exports = {
   Client,
@@ -30,5 +32,6 @@ module.exports = {
   redlock,
   multiLock,
   setLogger,
+  version,
   ...errors,
 };

@@ -18,6 +18,7 @@ export const {
   redlock,
   multiLock,
   setLogger,
+  version,
   FerrolockError,
   ArgumentTypeError,
   NotAcquiredError,

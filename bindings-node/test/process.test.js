@@ -99,7 +99,7 @@ test('TypeScript sees the types (tsc --noEmit --strict, CommonJS and ESM)', asyn
   const tsc = require.resolve('typescript/bin/tsc');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-ts-'));
   try {
-    const base = { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], typeRoots: [path.join(__dirname, '..', 'node_modules', '@types')] };
+    const base = { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], typeRoots: [path.dirname(path.dirname(require.resolve('@types/node/package.json')))] };
     for (const [file, src] of Object.entries(typeSources())) fs.writeFileSync(path.join(dir, file), src);
     fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...base, lib: ['es2022', 'esnext.disposable'] }, files: Object.keys(typeSources()) }));
     // Resolve 'ferrolock' to this package, the way an installed dependency would be.
