@@ -34,4 +34,4 @@ echo "== build: Redisson interop driver (Java, Redisson 4.7.0 and 3.52.0 from Ma
 bash tests/redisson/build.sh
 
 echo "== build: Node addon"
-(cd bindings-node && FERROLOCK_NODE_PROFILE="$profile" npm install --no-fund --no-audit --no-package-lock --loglevel=error)
+(cd bindings-node && npm install --no-fund --no-audit --no-package-lock --loglevel=error && FERROLOCK_NODE_PROFILE="$profile" node scripts/build.js)
