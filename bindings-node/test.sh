@@ -47,6 +47,11 @@ fi
 echo "== index.d.ts agrees with native.d.ts (tsc)"
 node node_modules/typescript/bin/tsc -p test/types
 
+echo "== fault-proxy (tests/harness), for test/faults.test.js"
+(cd .. && cargo build -p ferrolock-harness --bin fault-proxy)
+export FERROLOCK_FAULT_PROXY="${CARGO_TARGET_DIR:-$here/../target}/debug/fault-proxy"
+test -x "$FERROLOCK_FAULT_PROXY"
+
 echo "== node:test"
 # --expose-gc: test/gc.test.js collects garbage to show that holds survive it.
 node --expose-gc --test --test-concurrency=1 --test-reporter=spec test/*.test.js

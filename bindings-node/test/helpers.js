@@ -42,10 +42,11 @@ process.on('exit', () => {
  * `bind 127.0.0.1` and those lines (a sentinel rewrites its conf: it lives in the
  * server's temp dir). With `under(dir)`, the server runs under the command it answers
  * (a benchmark runs it under valgrind, writing into the server's temp dir, `dir` here too).
+ * With `port`, on that port (a restart: a new empty server where the old one was).
  */
-async function startRedis(extraArgs = [], { sentinel, under } = {}) {
+async function startRedis(extraArgs = [], { sentinel, under, port: fixedPort } = {}) {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
+    const port = fixedPort ?? await freePort();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ferrolock-node-test-'));
     let args;
     if (sentinel) {
@@ -236,4 +237,62 @@ function useRedis(assign, clientOptions = {}) {
   });
 }
 
-module.exports = { startRedis, startSentinels, eventually, within, raw, leftoverKeys, freePort, useRedis };
+/**
+ * Starts tests/harness's `fault-proxy` in front of 127.0.0.1:`upstreamPort` (its path in
+ * FERROLOCK_FAULT_PROXY, else target/debug/fault-proxy of the repository; test.sh builds
+ * it). `send(line)` resolves with the proxy's answer once the fault is in force (see
+ * tests/harness/README.md for the commands), rejecting on `error ...`; `stop()` ends it.
+ */
+async function startFaultProxy(upstreamPort) {
+  const readline = require('node:readline');
+  const bin = process.env.FERROLOCK_FAULT_PROXY || path.join(__dirname, '..', '..', 'target', 'debug', 'fault-proxy');
+  if (!fs.existsSync(bin)) {
+    throw new Error(`no fault-proxy at ${bin}: cargo build -p ferrolock-harness --bin fault-proxy (or set FERROLOCK_FAULT_PROXY)`);
+  }
+  const proc = spawn(bin, [String(upstreamPort)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  running.add(proc);
+  proc.on('exit', () => running.delete(proc));
+  const lines = readline.createInterface({ input: proc.stdout });
+  const waiting = [];
+  let exited = false;
+  lines.on('line', (line) => waiting.shift()?.resolve(line));
+  proc.on('exit', () => {
+    exited = true;
+    for (const w of waiting.splice(0)) w.reject(new Error('fault-proxy exited'));
+  });
+  const next = () => new Promise((resolve, reject) => (exited ? reject(new Error('fault-proxy exited')) : waiting.push({ resolve, reject })));
+  const first = await next();
+  const port = Number(/^port (\d+)$/.exec(first)?.[1]);
+  if (!port) throw new Error(`fault-proxy said ${JSON.stringify(first)}`);
+  let queue = Promise.resolve();
+  const send = (line) => {
+    const answer = queue.then(() => {
+      const reply = next();
+      proc.stdin.write(`${line}\n`);
+      return reply;
+    }).then((reply) => {
+      if (!reply.startsWith('ok')) throw new Error(`fault-proxy: ${line}: ${reply}`);
+      return reply;
+    });
+    queue = answer.catch(() => {});
+    return answer;
+  };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    send,
+    /** `cuts`, `open` or `accepted`: the number the proxy answers. */
+    async count(what) {
+      return Number((await send(what)).slice(3));
+    },
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const done = once(proc, 'exit');
+        proc.stdin.end();
+        await done;
+      }
+    },
+  };
+}
+
+module.exports = { startRedis, startSentinels, eventually, within, raw, leftoverKeys, freePort, useRedis, startFaultProxy };
