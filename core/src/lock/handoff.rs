@@ -24,7 +24,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::holder::{Holder, Level, PendingHold};
 use super::reentrant::{self, ReleaseReply};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::hold::state::Acquired;
 use crate::waiting::hub::{Claimed, Successor};
 
@@ -158,24 +158,27 @@ impl Handoff {
         &self.candidate.holder
     }
 
-    /// Applies the release script's outcome to the successor.
+    /// Applies the release script's outcome to the successor: its reply, or the
+    /// error of a script that did not run (or whose outcome could not be learned
+    /// before the successor's hold would have ended).
     pub async fn settle(self, outcome: &Result<ReleaseReply>) {
         let successor = self.candidate.holder.clone();
         let handed = match outcome {
             Ok(ReleaseReply::Handed(token)) => Ok(Some(*token)),
             Ok(_) => Ok(None),
-            // A connection failure leaves open whether the script ran: the successor's field tells.
-            Err(e) if e.kind() == ErrorKind::Connection => {
-                match reentrant::read_own_field_now(&successor).await {
-                    Ok((count, token)) if count > 0 => Ok(Some(token.unwrap_or(0))),
-                    Ok(_) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            }
             Err(e) => Err(e.clone()),
         };
         match (self.early, handed) {
-            (Some(generation), Ok(Some(_))) => successor.cell.confirm_handed(generation),
+            (Some(generation), Ok(Some(_))) => {
+                successor.cell.confirm_handed(generation);
+                if successor.cell.deadline_of(generation).is_none() {
+                    // Settled late (unanswered.rs): the hold was reported lost meanwhile,
+                    // so the field it was handed is nobody's. (Its operation lock is ours.)
+                    if let Err(e) = reentrant::release_revived(&successor, generation).await {
+                        tracing::debug!(lock = %successor.names.display, error = %e, "could not delete a lost successor's field; it expires with its lease");
+                    }
+                }
+            }
             (Some(generation), Ok(None)) => successor.cell.mark_lost(
                 generation,
                 "it was handed over by a holder whose own hold was already gone on the server (expired or force-unlocked)",

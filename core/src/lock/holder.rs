@@ -112,11 +112,7 @@ impl Holder {
     /// Releases one level (or all), idempotently (see reentrant.rs).
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
         let this = self.clone();
-        detached(&self.ctx, &self.op, move |guard| async move {
-            let _guard = guard;
-            reentrant::release_once(&this, all).await
-        })
-        .await
+        detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await
     }
 
     /// Takes a fair-lock waiter that gave up out of the queue (after any try of its

@@ -14,6 +14,7 @@ mod options;
 mod reentrant;
 mod rw;
 mod status;
+mod unanswered;
 mod wire;
 
 pub use guard::Guard;

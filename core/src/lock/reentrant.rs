@@ -4,18 +4,21 @@
 //! Acquire: the script takes the lock (or re-enters) and answers the hold count
 //! (and the fencing token), or the PTTL of someone else's hold. A lost reply is
 //! settled by reading the holder's own field on a fresh connection; if Redis cannot
-//! say in time, the caller gets the error and a resolver gives back what that
-//! acquire took as soon as Redis answers.
+//! say in time, the caller gets the error and what that acquire took is given back
+//! as soon as Redis answers (unanswered.rs).
 //!
 //! Release: idempotent through the reply latch (retries reuse the request id and
-//! get the first answer); a release that ends the hold may hand it straight to a
-//! waiter of the same client (handoff.rs).
+//! get the first answer) for as long as the latch lives, the retry window; one
+//! still unanswered then is done as far as the caller is concerned and completed on
+//! the server as soon as Redis answers (unanswered.rs). A release that ends the
+//! hold may hand it straight to a waiter of the same client (handoff.rs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::handoff::{Handoff, STREAK};
 use super::holder::{Holder, Level, PendingHold};
+use super::unanswered::{self, Unanswered};
 use super::wire;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
@@ -50,7 +53,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                         h.context("acquiring"),
                         h.ctx.config.replica_ack_timeout
                     );
-                    runtime.spawn(resolve_unknown_acquire(h, guard, before, lease, sent_at));
+                    runtime.spawn(unanswered::settle(h, guard, unanswered_acquire(sent_at, lease)));
                     return Err(Error::new(ErrorKind::NotReplicated, message));
                 }
                 other => other.map(|(reply, _)| reply),
@@ -70,7 +73,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                         // Still unknown: the caller gets the error, and a resolver settles
                         // it (holding the operation lock, so no call sees a half state).
                         let runtime = h.ctx.runtime.clone();
-                        runtime.spawn(resolve_unknown_acquire(h, guard, before, lease, sent_at));
+                        runtime.spawn(unanswered::settle(h, guard, unanswered_acquire(sent_at, lease)));
                         return Err(err);
                     }
                 };
@@ -158,48 +161,10 @@ fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, s
     }
 }
 
-/// Settles an acquire whose reply was lost and whose read-back failed: as soon as
-/// Redis answers, levels it added are released (publishing, as a release does), so
-/// the lock is free long before the lease ends and the local view never reports a
-/// hold the caller was not given. Gives up only when a new hold would have expired
-/// by itself, or when the client is gone.
-async fn resolve_unknown_acquire(h: Arc<Holder>, guard: OpGuard, before: u32, lease_ms: u64, sent_at: Instant) {
-    let _guard = guard;
-    let mut delay = Duration::from_millis(20);
-    loop {
-        if before == 0 && Instant::now() >= sent_at + Duration::from_millis(lease_ms) {
-            return;
-        }
-        let Ok(mut conn) = h.ctx.conn() else { return };
-        let read: redis::RedisResult<Option<i64>> = redis::Cmd::hget(&h.names.name, &h.field).query_async(&mut conn).await;
-        match read {
-            Ok(count) => {
-                let extra = count.unwrap_or(0) - before as i64;
-                if extra <= 0 {
-                    return;
-                }
-                let lease = if before == 0 { 0 } else { h.cell.state.lock().unwrap().lease_ms };
-                let latch = h.names.latch(h.ctx.next_request());
-                let undone = release_script(&h, conn, latch, lease, Levels::Some(extra as u32), None).await;
-                match undone {
-                    Ok(_) => {
-                        tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "undid an acquisition whose reply was lost");
-                        return;
-                    }
-                    Err(e) => tracing::debug!(lock = %h.names.display, error = %e, "could not undo a lost acquisition yet; retrying"),
-                }
-            }
-            Err(e) => tracing::debug!(lock = %h.names.display, error = %e, "lost acquisition still unresolved; retrying"),
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(1));
-    }
-}
-
-/// Like [`read_own_field`], on the client's connection.
-pub(crate) async fn read_own_field_now(h: &Holder) -> Result<(i64, Option<u64>)> {
-    let mut conn = h.ctx.conn()?;
-    read_own_field(h, &mut conn).await
+/// An acquire sent at `sent_at` with `lease` ms that was never answered: a hold it
+/// took, renewed by nobody, is gone by the end of that lease.
+fn unanswered_acquire(sent_at: Instant, lease_ms: u64) -> Unanswered {
+    Unanswered { expires_by: sent_at + Duration::from_millis(lease_ms), handoff: None }
 }
 
 /// Reads this holder's hold count (and, fenced, the token counter) with a few
@@ -229,8 +194,8 @@ async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>
     }
 }
 
-/// Releases one level (or all), under the holder's operation lock.
-pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released> {
+/// Releases one level (or all), under the holder's operation lock (`guard`).
+pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard) -> Result<Released> {
     let (lease_ms, full, deadline, streak) = {
         let mut st = h.cell.state.lock().unwrap();
         if st.count == 0 && st.lost_levels > 0 {
@@ -245,7 +210,7 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released>
     };
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
-    let handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
+    let mut handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
         let claimed = h.ctx.hub.claim_successor(&h.names.channel, h.uid);
         // Letting an unfenced successor go before the reply is only as safe as this
         // hold: it must outlive the reply (see handoff.rs). (Only read the clock when
@@ -255,25 +220,33 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool) -> Result<Released>
     } else {
         None
     };
-    let outcome = run_release(h, lease_ms, all, handoff.as_ref()).await;
-    let outcome = match handoff {
-        None => outcome,
-        Some(handoff) => {
-            handoff.settle(&outcome).await;
-            match outcome {
-                // The script failed before it wrote (a broken token counter of the
-                // successor, say): release plainly; the successor finds out by itself.
-                Err(e) if e.kind() != ErrorKind::Connection => run_release(h, lease_ms, all, None).await,
-                other => other,
+    let mut outcome = run_release(h, lease_ms, all, handoff.as_ref()).await;
+    if let Some(known) = outcome.as_ref().map(|reply| *reply).transpose() {
+        if let Some(handoff) = handoff.take() {
+            let known = known.map_err(Error::clone);
+            handoff.settle(&known).await;
+            // The script failed before it wrote (a broken token counter of the
+            // successor, say): release plainly; the successor finds out by itself.
+            if known.is_err_and(|e| e.kind() != ErrorKind::Connection) {
+                outcome = run_release(h, lease_ms, all, None).await;
             }
         }
-    };
-    h.cell.state.lock().unwrap().releasing = false;
-    settle_release(h, outcome?, all)
+    }
+    // Each way clears `releasing` under the same lock as it ends the hold: a renewal
+    // that finds the field gone in between would report a loss that never happened.
+    match outcome {
+        Ok(Some(reply)) => settle_release(h, reply, all),
+        Ok(None) => unanswered::release(h, all, guard, handoff),
+        Err(e) => {
+            h.cell.state.lock().unwrap().releasing = false;
+            Err(e)
+        }
+    }
 }
 
 fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released> {
     let mut st = h.cell.state.lock().unwrap();
+    st.releasing = false;
     match reply {
         ReleaseReply::NotOwner if st.count > 0 => {
             let generation = st.generation;
@@ -303,14 +276,15 @@ fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released
     }
 }
 
-async fn run_release(h: &Holder, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<ReleaseReply> {
+async fn run_release(h: &Holder, lease_ms: u64, all: bool, handoff: Option<&Handoff>) -> Result<Option<ReleaseReply>> {
     let conn = h.ctx.conn()?;
     let levels = if all { Levels::All } else { Levels::Some(1) };
     release_script(h, conn, h.names.latch(h.ctx.next_request()), lease_ms, levels, handoff).await
 }
 
-/// Deletes this holder's field, revived by a late renewal of a lost hold, unless
-/// the holder acquired again since.
+/// Deletes this holder's field, revived by a late renewal of a lost hold (or left by
+/// a hand-over settled after the successor's hold was lost), unless the holder
+/// acquired again since.
 pub(crate) async fn release_revived(h: &Holder, generation: u64) -> Result<()> {
     if h.cell.state.lock().unwrap().generation != generation {
         return Ok(());
@@ -351,21 +325,23 @@ impl ReleaseReply {
 
 /// How many levels a release script call gives up.
 #[derive(Debug, Clone, Copy)]
-enum Levels {
+pub(crate) enum Levels {
     All,
     Some(u32),
 }
 
 /// Runs the release script, retrying after a lost reply with the same request (its
-/// reply latch, `latch`) until the retry window closes; then queues the latch for deletion.
-async fn release_script(
+/// reply latch, `latch`) while the latch lives (the retry window); then queues the
+/// latch for deletion. `Ok(None)`: sent, never answered: it may or may not have run.
+/// An error means it did not run (refused before anything was sent, or failed).
+pub(crate) async fn release_script(
     h: &Holder,
     mut conn: Conn,
     latch: Vec<u8>,
     lease_ms: u64,
     levels: Levels,
     handoff: Option<&Handoff>,
-) -> Result<ReleaseReply> {
+) -> Result<Option<ReleaseReply>> {
     let (ctx, names) = (&h.ctx, &h.names);
     let window = ctx.config.retry_window;
     let mut digits = itoa::Buffer::new();
@@ -376,10 +352,17 @@ async fn release_script(
     let call = wire::release(h, &latch, lease_ms, levels, handoff);
     let started = Instant::now();
     let mut delay = Duration::from_millis(10);
+    let mut sent = false;
     let reply = loop {
         match call.invoke::<redis::Value>(&mut conn).await {
             Ok(reply) => break reply,
-            Err(e) if Error::is_ambiguous(&e) && started.elapsed() + delay < window => {
+            // A refusal sent nothing, but an earlier attempt may have run.
+            Err(e) if Error::is_ambiguous(&e) || (sent && e.is_connection_refusal()) => {
+                sent |= Error::is_ambiguous(&e);
+                if started.elapsed() + delay >= window {
+                    tracing::debug!(lock = %names.display, error = %e, "release not answered within the retry window");
+                    return Ok(None);
+                }
                 tracing::debug!(lock = %names.display, error = %e, "release reply lost; retrying with the same request id");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_millis(500));
@@ -389,5 +372,5 @@ async fn release_script(
     };
     // The latch only answers retries of this call, which are over now.
     ctx.remove_latch_later(latch);
-    ReleaseReply::decode(&reply)
+    ReleaseReply::decode(&reply).map(Some)
 }
