@@ -5,7 +5,8 @@
 # function the library exports, compiles the header as C11 and C++, runs the C test
 # programs and the C++ RAII wrapper's tests (tests/cxx_raii.cpp, cxx_family.cpp) under AddressSanitizer +
 # UndefinedBehaviorSanitizer (each starts its own redis-server; sentinel.c also a
-# replica and a sentinel, redlock.c three servers), five under
+# replica and a sentinel, redlock.c three servers; the fault_*.c tests also
+# tests/harness's fault-proxy, built here), five under
 # valgrind memcheck, and builds + runs examples/legacy_job.c through
 # pkg-config. Needs cargo, gcc, g++, redis-server, valgrind, pkg-config, nm, readelf on PATH.
 #
@@ -169,6 +170,19 @@ for t in counter reentrancy wait lease lost fenced kind statuses thread_exit thr
     rwlock fair semaphore permits latch; do
     check "asan-$t" run_asan "$t" || true
 done
+
+# The fault tests (tests/fault_*.c, issue 29) steer tests/harness's fault-proxy, in
+# front of their redis-server, over its stdin (tests/fault_proxy.h).
+build_fault_proxy() {
+    cd "$ROOT"
+    cargo build -p ferrolock-harness --bin fault-proxy
+}
+export FERROLOCK_FAULT_PROXY=$CARGO_TARGET_DIR/debug/fault-proxy
+if check fault-proxy build_fault_proxy; then
+    for t in fault_exclusion fault_replies fault_outage fault_restart fault_threads; do
+        check "asan-$t" run_asan "$t" || true
+    done
+fi
 
 # ferrolock.hpp (C++17, for std::scoped_lock) under ASan + UBSan, against a redis-server.
 cxx_raii() {
