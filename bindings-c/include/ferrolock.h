@@ -627,16 +627,18 @@ enum ferrolock_status ferrolock_lock_acquire(struct ferrolock_lock *lock,
  * Releases one level of the calling thread's hold; the lock is free once every
  * acquisition of this thread has been released.
  *
- * @return `FERROLOCK_OK` (one level released, whether or not levels remain);
+ * @return `FERROLOCK_OK` (one level released, whether or not levels remain; also
+ *         when Redis did not answer within `retry_window_ms`: the level is released here
+ *         and the library completes the release on the server as soon as Redis answers);
  *         `FERROLOCK_ERR_NOT_OWNER` (this thread does not hold it through this
  *         handle; nothing changes); `FERROLOCK_ERR_LOCK_LOST` (the hold was lost
  *         before this release: the critical section was not protected, once per
  *         level that was held); `FERROLOCK_ERR_INVALID_ARGUMENT`;
  *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused
  *         the release; the message names the rule to add); `FERROLOCK_ERR_INTERNAL`.
- *         After `FERROLOCK_ERR_CONNECTION` or `FERROLOCK_ERR_PERMISSION` this thread
- *         still holds the level (see `ferrolock_lock_acquire()` on how holds end):
- *         release again once Redis answers.
+ *         After `FERROLOCK_ERR_CONNECTION` (the connection was refused: nothing was
+ *         sent) or `FERROLOCK_ERR_PERMISSION` this thread still holds the level (see
+ *         `ferrolock_lock_acquire()` on how holds end): release again once Redis answers.
  *         A multi-lock handle releases the level on every member it took: a MultiLock
  *         (`FERROLOCK_QUORUM_ALL`) fails (`FERROLOCK_ERR_NOT_OWNER`, or the member's
  *         error) if any member was no longer held, a Redlock succeeds when a majority

@@ -245,6 +245,11 @@ impl Lock {
 
     /// Releases one level of this holder's hold. `NotOwner` if this holder does not
     /// hold it (nothing changes), `LockLost` if its hold was lost meanwhile.
+    ///
+    /// A release Redis has not answered by the end of the retry window succeeds all
+    /// the same: the level is given up here and the client completes the release on
+    /// the server as soon as Redis answers (docs/design.md, idempotence). `Connection`
+    /// means nothing was sent (a refused connection): the level is still held.
     pub async fn release(&self) -> Result<Released> {
         match &self.repr {
             Repr::One { holder, .. } => holder.release(false).await,
