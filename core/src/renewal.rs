@@ -2,9 +2,11 @@
 //! renewed by the watchdog, released at shutdown) and renewal rounds. A round asks
 //! every held hold for a ticket (its renew script, key and owner), groups the
 //! tickets by (script, cluster slot), at most [`BATCH`] per call, and sends all calls
-//! at once. A call stays in flight until the latest deadline of its holds, not the
-//! response timeout, and is sent again (on a fresh connection) after a connection
-//! failure: on a slow link a hold is kept as long as a renewal gets through in time.
+//! at once. A hold is due a third of the lease after its previous renewal was sent,
+//! answered or not, so on a slow link renewals overlap (hold/state.rs). A call waits
+//! for its answer for up to a lease, not the response timeout (an answer after the
+//! hold's deadline still tells us to delete a field it kept alive), and is sent again
+//! (on a fresh connection) after a connection failure while its holds can be saved.
 //! A renewal that finds the owner field gone marks the hold lost; a hold that cannot
 //! be renewed is marked lost at its deadline by the client's one deadline timer
 //! ([`Deadlines`], driven by a task in ctx.rs).
@@ -52,13 +54,13 @@ pub(crate) struct Ticket {
 /// A hold the client keeps (held by some primitive with an owner).
 pub(crate) trait Held: Send + Sync {
     /// A ticket if the hold should be renewed now: with a `horizon`, only if due
-    /// before it and no renewal of it is in flight; marks it as renewing.
+    /// before it (renewals of it already in flight do not matter); counts the next
+    /// renewal from now.
     fn begin_renewal(&self, horizon: Option<Instant>) -> Option<Ticket>;
     /// The renewal of `generation` sent at `sent_at` succeeded.
     fn renewed(self: Arc<Self>, generation: u64, sent_at: Instant);
     /// The renewal of `generation` found the owner field gone.
     fn found_gone(&self, generation: u64);
-    fn end_renewal(&self, generation: u64);
     /// The local deadline of `generation`, while held.
     fn deadline_of(&self, generation: u64) -> Option<Instant>;
     /// Marks the hold lost if its deadline is not after `now`; otherwise its deadline
@@ -185,13 +187,7 @@ where
     }
     let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
     let conn = &conn;
-    let calls = batches.into_iter().map(|batch| async move {
-        let report = renew_batch(conn, lease_ms, batch, &transport.metrics).await;
-        for (hold, ticket) in batch {
-            hold.end_renewal(ticket.generation);
-        }
-        report
-    });
+    let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics));
     let mut report = RenewalReport::default();
     for part in futures_util::future::join_all(calls).await {
         report.renewed += part.renewed;
@@ -213,6 +209,7 @@ where
     for (_, ticket) in batch {
         call.key(&ticket.key).arg(&ticket.owner);
     }
+    let lease = Duration::from_millis(lease_ms);
     let mut delay = Duration::from_millis(10);
     loop {
         // Worth sending while any of the holds can still be saved.
@@ -224,13 +221,16 @@ where
             return report;
         };
         let Ok(conn) = conn() else { return report };
-        let mut conn = conn.with_timeout(until - now);
+        // Waiting past `until` saves no hold, but a late "renewed" has the field it kept
+        // deleted (`Held::renewed`), so the lock is free well before that lease ends;
+        // a field kept by an answer later than a lease just expires.
+        let mut conn = conn.with_timeout(lease);
         let sent_at = Instant::now();
         report.script_calls += 1;
         // A NOSCRIPT (SCRIPT FLUSH) makes it three requests: bound them together too.
-        let reply = match tokio::time::timeout(until - now, call.invoke_async::<Vec<i64>>(&mut conn)).await {
+        let reply = match tokio::time::timeout(lease, call.invoke_async::<Vec<i64>>(&mut conn)).await {
             Ok(reply) => reply,
-            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "renewal past the deadline").into()),
+            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no renewal reply within a lease").into()),
         };
         match reply {
             Ok(flags) if flags.len() == batch.len() => {

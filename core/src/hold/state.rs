@@ -3,6 +3,11 @@
 //! marked, a renewal confirmed). The deadline is `send time of the last confirmed
 //! acquire or renewal + lease - safety margin`: Redis's expiry comes no sooner than
 //! `send time + lease`, so a loss told at the deadline precedes anyone else's hold.
+//! Renewals go a third of the lease after the previous one was *sent*, whether or
+//! not it was answered yet: over a link whose round-trip is a good part of the
+//! lease, renewals overlap, and a hold is kept while the round-trip stays under
+//! about two thirds of the lease minus the margin (waiting for each answer before
+//! counting the next third made it a third).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,10 +45,8 @@ pub(crate) struct HoldState {
     /// Handed over by a release whose script has not answered yet: the server may
     /// still show the previous holder's field, so the watchdog must not renew yet.
     unconfirmed: bool,
-    /// The generation whose renewal call is in flight: later rounds leave it out.
-    renewing: Option<u64>,
     /// When the watchdog should renew next: a third of the lease after the send time
-    /// of the last confirmed renewal or acquisition.
+    /// of the last renewal or acquisition, answered or not.
     renew_due: Instant,
 }
 
@@ -98,7 +101,6 @@ impl HoldCell {
             releasing: false,
             streak: 0,
             unconfirmed: false,
-            renewing: None,
             renew_due: now,
         };
         Arc::new(HoldCell { ctx, uid, display, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
@@ -252,41 +254,30 @@ impl HoldCell {
     }
 
     /// A renewal of `generation` sent at `sent_at` succeeded: the lease now runs from
-    /// then. Returns true if the hold had been reported lost meanwhile (its deadline
-    /// passed while the renewal was in flight): the renewal revived a field nobody
-    /// will release, and the caller must release it.
+    /// then, unless a renewal sent later was answered first (renewals overlap on a
+    /// slow link). Returns true if the hold had been reported lost meanwhile (its
+    /// deadline passed while the renewal was in flight): the renewal revived a field
+    /// nobody will release, and the caller must release it.
     pub fn renewed(&self, generation: u64, sent_at: Instant) -> bool {
-        let config = &self.ctx.config;
         let mut st = self.state.lock().unwrap();
         if st.generation == generation && st.count > 0 {
-            st.deadline = self.deadline_after(sent_at, config.watchdog_ms());
-            st.renew_due = sent_at + config.renew_interval();
+            st.deadline = st.deadline.max(self.deadline_after(sent_at, self.ctx.config.watchdog_ms()));
             return false;
         }
         st.generation == generation && st.lost_error.is_some()
     }
 
     /// The generation of the hold if the watchdog should renew it now: held, on the
-    /// watchdog, confirmed, and (for a round with a `horizon`) due before it with no
-    /// renewal of it in flight. Marks it as renewing.
+    /// watchdog, confirmed, and (for a round with a `horizon`) due before it. The next
+    /// renewal is due a third of the lease from now, whatever becomes of this one.
     pub fn begin_renewal(&self, horizon: Option<Instant>) -> Option<u64> {
         let mut st = self.state.lock().unwrap();
-        let wanted = match horizon {
-            Some(h) => st.renew_due <= h && st.renewing != Some(st.generation),
-            None => true,
-        };
-        let due = st.count > 0 && st.watchdog && !st.unconfirmed && wanted;
-        due.then(|| {
-            st.renewing = Some(st.generation);
-            st.generation
-        })
-    }
-
-    pub fn end_renewal(&self, generation: u64) {
-        let mut st = self.state.lock().unwrap();
-        if st.renewing == Some(generation) {
-            st.renewing = None;
+        let due = st.count > 0 && st.watchdog && !st.unconfirmed && horizon.is_none_or(|h| st.renew_due <= h);
+        if !due {
+            return None;
         }
+        st.renew_due = Instant::now() + self.ctx.config.renew_interval();
+        Some(st.generation)
     }
 
     /// The local deadline of the hold of `generation`, while it is held.

@@ -172,10 +172,6 @@ impl Held for Holder {
         self.cell.renewal_found_gone(generation);
     }
 
-    fn end_renewal(&self, generation: u64) {
-        self.cell.end_renewal(generation);
-    }
-
     fn deadline_of(&self, generation: u64) -> Option<Instant> {
         self.cell.deadline_of(generation)
     }
