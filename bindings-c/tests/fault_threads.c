@@ -1,7 +1,8 @@
 /* Eight threads on one lock handle, each over its own connection, through fault-proxy
  * while the main thread resets connections, refuses new ones, delays and splits
- * replies (issue 29 item 5). Every call returns a documented status within its
- * bounds, the client's counters match what the threads saw, nothing is left in Redis,
+ * replies, and holds all traffic for a moment (issue 29 item 5). Every call returns a
+ * documented status within its bounds, the client's counters match what the threads
+ * saw, nothing is left in Redis,
  * and each thread's connection closes when the thread ends (CLIENT LIST). test.sh runs
  * it under ASan + UBSan (LeakSanitizer included). */
 #include "fault_proxy.h"
@@ -117,15 +118,17 @@ int main(void) {
     static const char *const faults[][3] = {
         {"delay 20"}, {"reset"}, {"refuse on", "reset"}, {"refuse off", "split on"}, {"delay 60", "reset"},
         {"split off", "delay-next-reply-to fault-threads 1500"}, {"delay 0", "refuse on", "reset"}, {"refuse off"},
+        {"blackhole on"}, {"blackhole off", "reset"},
     };
     for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
-        bool refusing = false;
+        bool stalling = false; /* nothing settles under it but errors: lift it sooner */
         for (int k = 0; k < 3 && faults[f][k]; k++) {
             proxy_send(p, "%s", faults[f][k]);
-            refusing |= strcmp(faults[f][k], "refuse on") == 0;
+            stalling |= strcmp(faults[f][k], "refuse on") == 0 || strcmp(faults[f][k], "blackhole on") == 0;
         }
-        progress(8, refusing ? 1500 : 4000);
+        progress(8, stalling ? 1500 : 4000);
     }
+    proxy_send(p, "blackhole off");
     proxy_send(p, "refuse off");
     proxy_send(p, "split off");
     proxy_send(p, "delay 0");
