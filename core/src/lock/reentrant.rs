@@ -356,9 +356,9 @@ pub(crate) async fn release_script(
     let reply = loop {
         match call.invoke::<redis::Value>(&mut conn).await {
             Ok(reply) => break reply,
-            // A refusal sent nothing, but an earlier attempt may have run.
-            Err(e) if Error::is_ambiguous(&e) || (sent && e.is_connection_refusal()) => {
-                sent |= Error::is_ambiguous(&e);
+            // Once an attempt may have run, no later failure (a refused reconnect, say) tells otherwise.
+            Err(e) if sent || Error::is_ambiguous(&e) => {
+                sent = true;
                 if started.elapsed() + delay >= window {
                     tracing::debug!(lock = %names.display, error = %e, "release not answered within the retry window");
                     return Ok(None);
