@@ -2,9 +2,8 @@
  * while the main thread resets connections, refuses new ones, delays and splits
  * replies, and holds all traffic for a moment (issue 29 item 5). Every call returns a
  * documented status within its bounds, the client's counters match what the threads
- * saw, nothing is left in Redis,
- * and each thread's connection closes when the thread ends (CLIENT LIST). test.sh runs
- * it under ASan + UBSan (LeakSanitizer included). */
+ * saw, nothing is left in Redis, and each thread's connection closes when the thread
+ * ends (CLIENT LIST). test.sh runs it under ASan + UBSan (LeakSanitizer included). */
 #include "fault_proxy.h"
 
 #define THREADS 8
