@@ -12,6 +12,9 @@ venv="$here/.venv"
 command -v redis-server >/dev/null || { echo "test.sh: redis-server is not on PATH" >&2; exit 1; }
 bash "$here/build.sh"
 py="$venv/bin/python"
+echo "test.sh: fault-proxy (tests/harness), for tests/test_release_outage.py"
+(cd "$here/.." && cargo build -p ferrolock-harness --bin fault-proxy)
+export FERROLOCK_FAULT_PROXY="${CARGO_TARGET_DIR:-$here/../target}/debug/fault-proxy"
 
 cd "$here"
 echo "test.sh: mypy --strict"

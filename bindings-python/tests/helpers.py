@@ -174,3 +174,51 @@ class SentinelServer(RedisServer):
                 f"sentinel down-after-milliseconds {self.master_name} 1000\n"
             )
         return [REDIS_SERVER, conf, "--sentinel"]
+
+
+class FaultProxy:
+    """tests/harness's ``fault-proxy`` program in front of ``127.0.0.1:upstream_port``
+    (its path in FERROLOCK_FAULT_PROXY, else target/debug/fault-proxy of the
+    repository: ``cargo build -p ferrolock-harness --bin fault-proxy``). ``send(line)``
+    returns once the fault is in force (commands: tests/harness/README.md)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        binary = os.environ.get("FERROLOCK_FAULT_PROXY") or os.path.join(root, "target", "debug", "fault-proxy")
+        if not os.path.exists(binary):
+            raise RuntimeError(f"no fault-proxy at {binary}: cargo build -p ferrolock-harness --bin fault-proxy")
+        self._proc = subprocess.Popen(
+            [binary, str(upstream_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        self._lock = threading.Lock()
+        first = self._read()
+        if not first.startswith("port "):
+            raise RuntimeError(f"fault-proxy said {first!r}")
+        self.port = int(first.split()[1])
+        self.url = f"redis://127.0.0.1:{self.port}"
+
+    def _read(self) -> str:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError("fault-proxy exited")
+        return line.strip()
+
+    def send(self, line: str) -> str:
+        """Sends one command; returns the answer (``ok`` or ``ok N``), raises on ``error``."""
+        assert self._proc.stdin is not None
+        with self._lock:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+            answer = self._read()
+        if not answer.startswith("ok"):
+            raise RuntimeError(f"fault-proxy: {line}: {answer}")
+        return answer
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            self._proc.wait(10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
