@@ -39,7 +39,7 @@ for f in "$main_tgz" "$platform_tgz"; do
   test -f "$f" || { echo "verify-node.sh: no $f (run scripts/package/node.sh)" >&2; exit 1; }
 done
 if ((!smoke)); then
-  export FERROLOCK_FAULT_PROXY="${FERROLOCK_FAULT_PROXY:-$root/target/debug/fault-proxy}"
+  export FERROLOCK_FAULT_PROXY="${FERROLOCK_FAULT_PROXY:-${CARGO_TARGET_DIR:-$root/target}/debug/fault-proxy}"
   [ -x "$FERROLOCK_FAULT_PROXY" ] || { echo "verify-node.sh: no fault-proxy at $FERROLOCK_FAULT_PROXY (test/faults.test.js needs it): cargo build -p ferrolock-harness --bin fault-proxy" >&2; exit 1; }
 fi
 
@@ -95,8 +95,9 @@ mkdir "$bare"
 (
   cd "$bare"
   npm init -y >/dev/null
-  # Its optional dependency is not on the registry: npm skips it (no error).
-  npm install --no-fund --no-audit --loglevel=error "$main_tgz"
+  # --offline: npm cannot fetch its optional dependency, skips it (no error), as it
+  # does when the registry does not have it.
+  npm install --offline --no-fund --no-audit --loglevel=error "$main_tgz"
   node -e "
     try { require('ferrolock'); } catch (e) {
       for (const want of ['platform $(node -p process.platform), arch $(node -p process.arch), libc glibc', 'linux-x64-gnu', 'npm/cli/issues/4828', 'npm run build']) {
@@ -117,8 +118,8 @@ cd "$app"
 npm init -y >/dev/null
 # The platform package is not on the registry (nothing is published): given as a
 # tarball in the same install, it is the node that satisfies the main package's
-# optional dependency on it at $version, and npm fetches nothing for it.
-npm install --no-fund --no-audit --foreground-scripts "$platform_tgz" "$main_tgz"
+# optional dependency on it at $version: --offline shows npm fetches nothing.
+npm install --offline --no-fund --no-audit --foreground-scripts "$platform_tgz" "$main_tgz"
 test ! -e "$tripwire" || { echo "verify-node.sh: the install ran: $(cat "$tripwire")" >&2; exit 1; }
 node -e "
   const fs = require('node:fs');
