@@ -61,5 +61,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logs::install_log_bridge, m)?)?;
     m.add_function(wrap_pyfunction!(logs::sync_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(logs::stop_log_bridge, m)?)?;
+    // The workspace version (Cargo.toml), the one every artifact carries.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -110,7 +110,7 @@ __all__ = [
 ]
 __all__ += _errors.__all__
 
-__version__ = "0.1.0"
+__version__: str = _native.__version__  # the workspace version in Cargo.toml
 
 # Shown as ferrolock.Client / ferrolock.Lock, where they have always been.
 for _cls in (

@@ -17,6 +17,8 @@ __all__ = [
     "sync_log_level",
 ]
 
+__version__: str
+
 _Status = tuple[str, list[tuple[str, int, str | None]], float | None, int, int | None]
 
 @final
