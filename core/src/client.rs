@@ -178,8 +178,8 @@ impl Client {
     }
 
     /// Runs one watchdog renewal round over every held lock now (the watchdog renews
-    /// each a third of its lease after its last renewal). Reports how many script
-    /// calls it made and how long it took.
+    /// each a third of its lease after it sent its previous renewal). Reports how many
+    /// script calls it made and how long it took.
     pub async fn renew_held_locks(&self) -> Result<RenewalReport> {
         self.ctx.conn()?;
         Ok(self.ctx.renew(None).await)
@@ -222,9 +222,10 @@ impl Client {
         self.ctx.is_shut_down()
     }
 
-    /// Stops the watchdog, releases every lock this client still holds (best effort,
-    /// bounded by the response timeout), stops waiting acquires with `ClientClosed`, and
-    /// closes the connections. Later calls on this client fail with `ClientClosed`.
+    /// Releases every lock this client still holds (best effort, bounded by the
+    /// response timeout; the watchdog renews them until then), stops waiting acquires
+    /// with `ClientClosed`, stops the watchdog, and closes the connections. Later calls
+    /// on this client fail with `ClientClosed`.
     pub async fn shutdown(&self) -> Result<()> {
         self.ctx.close().await;
         Ok(())
