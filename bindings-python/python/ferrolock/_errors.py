@@ -27,6 +27,7 @@ class LockError(Exception):
     ``"ERR_INTERNAL"`` (or the code of a kind a later version adds)."""
 
     code: str = "ERR_INTERNAL"
+    """Stable identifier of the kind of error, the same as the Node binding's ``err.code``."""
 
 
 class NotOwnedError(LockError, RuntimeError):

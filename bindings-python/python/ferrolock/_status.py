@@ -66,7 +66,9 @@ class Histogram:
     more entry than ``bounds``, the last for everything above the last bound."""
 
     bounds: tuple[float, ...]
+    """Upper bounds of the buckets, in seconds, ascending."""
     counts: tuple[int, ...]
+    """Observations per bucket: one more entry than ``bounds`` (the last is above every bound)."""
     sum: float
     """Sum of every observation, in seconds."""
     count: int
@@ -96,6 +98,7 @@ class Metrics:
     Prometheus text format (names ``ferrolock_*``, label ``client``)."""
 
     client_id: str
+    """The client these counters belong to (the ``client`` label in ``metrics_text()``)."""
     acquired: int
     """Acquires that acquired."""
     not_acquired: int
@@ -109,13 +112,17 @@ class Metrics:
     hold: Histogram
     """Seconds from acquisition to release or loss."""
     holds_now: int
+    """Locks held now."""
     waiters_now: int
+    """Acquire calls waiting for a release now."""
     renewals: int
     """Watchdog renewals of held locks."""
     renewal_failures: int
+    """Renewal calls that failed (the hold is kept until its deadline and retried)."""
     losses: int
     """Holds lost."""
     reconnects: int
+    """Connections made again after one broke or stalled (commands and messages)."""
 
     @classmethod
     def _from_native(cls, raw: dict[str, Any]) -> Metrics:
