@@ -313,9 +313,12 @@ typedef struct ferrolock_metrics {
      */
     uint64_t waiters_now;
     /**
-     * Watchdog lease renewals that succeeded, and that failed.
+     * Watchdog lease renewals that succeeded.
      */
     uint64_t renewals;
+    /**
+     * Watchdog lease renewals that failed (the hold is kept until its deadline and retried).
+     */
     uint64_t renewal_failures;
     /**
      * Holds lost (lease ran out, force-unlocked, lost by the server).
@@ -326,14 +329,20 @@ typedef struct ferrolock_metrics {
      */
     uint64_t reconnects;
     /**
-     * Observations and total seconds of the wait-time histogram.
+     * Observations of the wait-time histogram (acquire call to outcome).
      */
     uint64_t wait_count;
+    /**
+     * Total seconds of the wait-time histogram.
+     */
     double wait_sum_seconds;
     /**
-     * Observations and total seconds of the hold-time histogram.
+     * Observations of the hold-time histogram (acquisition to release or loss).
      */
     uint64_t hold_count;
+    /**
+     * Total seconds of the hold-time histogram.
+     */
     double hold_sum_seconds;
 } ferrolock_metrics;
 

@@ -37,18 +37,21 @@ pub struct ferrolock_metrics {
     pub holds_now: u64,
     /// Acquires waiting right now.
     pub waiters_now: u64,
-    /// Watchdog lease renewals that succeeded, and that failed.
+    /// Watchdog lease renewals that succeeded.
     pub renewals: u64,
+    /// Watchdog lease renewals that failed (the hold is kept until its deadline and retried).
     pub renewal_failures: u64,
     /// Holds lost (lease ran out, force-unlocked, lost by the server).
     pub losses: u64,
     /// Connections re-established.
     pub reconnects: u64,
-    /// Observations and total seconds of the wait-time histogram.
+    /// Observations of the wait-time histogram (acquire call to outcome).
     pub wait_count: u64,
+    /// Total seconds of the wait-time histogram.
     pub wait_sum_seconds: f64,
-    /// Observations and total seconds of the hold-time histogram.
+    /// Observations of the hold-time histogram (acquisition to release or loss).
     pub hold_count: u64,
+    /// Total seconds of the hold-time histogram.
     pub hold_sum_seconds: f64,
 }
 
