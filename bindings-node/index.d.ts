@@ -58,6 +58,7 @@ export interface ConnectOptions {
  */
 export type LockKind = 'reentrant' | 'fenced' | 'fair' | 'read' | 'write';
 
+/** Who holds: options of `client.lock()` and the other lock constructors. */
 export interface LockOptions {
   /** Explicit holder id: the owner field becomes `<client-id>:<holderId>`. */
   holderId?: number | bigint;
@@ -65,6 +66,7 @@ export interface LockOptions {
   owner?: string;
 }
 
+/** Options of `lock.acquire()`. */
 export interface AcquireOptions {
   /** Explicit lease: the lock expires after it, with no renewal. Default: watchdog lease, renewed. */
   leaseMs?: number;
@@ -74,13 +76,17 @@ export interface AcquireOptions {
   waitMs?: number;
 }
 
+/** Options of `lock.tryAcquire()`. */
 export interface TryAcquireOptions {
   /** Longest wait (0 = one attempt). Default 0. */
   waitMs?: number;
+  /** Explicit lease: the lock expires after it, with no renewal. Default: watchdog lease, renewed. */
   leaseMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
   signal?: AbortSignal;
 }
 
+/** Options of `lock.extend()` / `hold.extend()`. */
 export interface ExtendOptions {
   /** The lease becomes `ms` instead of growing by it (redis-py's `replace_ttl`). */
   replace?: boolean;
@@ -89,6 +95,7 @@ export interface ExtendOptions {
 /** How many members a multi-lock needs: more than half (Redlock) or all (MultiLock). */
 export type Quorum = 'majority' | 'all';
 
+/** Options of `Lock.multi()`. */
 export interface MultiLockOptions {
   /** `'majority'`: N/2+1 members (Redlock); `'all'`: every member (MultiLock). Required. */
   quorum: Quorum;
@@ -99,13 +106,17 @@ export interface RedlockConnectOptions extends ConnectOptions {
   quorum?: Quorum;
 }
 
+/** Options of `lock.using()`. */
 export interface UsingOptions {
+  /** Explicit lease: the lock expires after it, with no renewal. Default: watchdog lease, renewed. */
   leaseMs?: number;
   /** Longest wait; when it runs out `using` rejects with `NotAcquiredError`. Default: no bound. */
   waitMs?: number;
+  /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
   signal?: AbortSignal;
 }
 
+/** The `code` of every ferrolock error, one per kind (the same as Python's `LockError.code`). */
 export type ErrorCode =
   | 'ERR_NOT_ACQUIRED'
   | 'ERR_NOT_OWNER'
@@ -124,6 +135,7 @@ export type ErrorCode =
  * of an `ArgumentTypeError`, which is a `TypeError`.)
  */
 export class FerrolockError extends Error {
+  /** Which kind of error: stable across versions, the thing to switch on. */
   readonly code: ErrorCode;
   constructor(message: string, code: ErrorCode, options?: ErrorOptions);
 }
@@ -134,21 +146,25 @@ export class FerrolockError extends Error {
  * `instanceof InvalidArgumentError` and `instanceof FerrolockError` are true too.
  */
 export class ArgumentTypeError extends TypeError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_INVALID_ARGUMENT';
   constructor(message: string, options?: ErrorOptions);
 }
 /** A bounded `acquire`/`using` ran out of time. */
 export class NotAcquiredError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_NOT_ACQUIRED';
   constructor(message: string, options?: ErrorOptions);
 }
 /** Release by a handle that does not hold the lock. */
 export class NotOwnerError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_NOT_OWNER';
   constructor(message: string, options?: ErrorOptions);
 }
 /** The hold was lost (expired, force-unlocked, server lost it). */
 export class LockLostError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_LOCK_LOST';
   /**
    * Why, in a few words (e.g. "its lease (5000 ms) ran out before it was renewed or
@@ -160,16 +176,19 @@ export class LockLostError extends FerrolockError {
 }
 /** I/O error, refused connection, timeout or failed authentication. */
 export class ConnectionError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_CONNECTION';
   constructor(message: string, options?: ErrorOptions);
 }
 /** The key at the lock name is not a lock. */
 export class WrongTypeError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_WRONG_TYPE';
   constructor(message: string, options?: ErrorOptions);
 }
 /** Bad input: name, duration, URL or option out of range (wrong types: `ArgumentTypeError`). */
 export class InvalidArgumentError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_INVALID_ARGUMENT';
   constructor(message: string, options?: ErrorOptions);
 }
@@ -178,6 +197,7 @@ export class InvalidArgumentError extends FerrolockError {
  * was refused and the ACL rule that would allow it (e.g. `+hincrby`).
  */
 export class PermissionDeniedError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_PERMISSION';
   constructor(message: string, options?: ErrorOptions);
 }
@@ -187,12 +207,15 @@ export class PermissionDeniedError extends FerrolockError {
  * Nothing is held; retrying is safe.
  */
 export class NotReplicatedError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_NOT_REPLICATED';
   constructor(message: string, options?: ErrorOptions);
 }
 /** A wait was aborted by an AbortSignal. `name === 'AbortError'`. */
 export class CancelledError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_CANCELLED';
+  /** `'AbortError'`, as for every aborted wait in Node. */
   readonly name: 'AbortError';
   constructor(message: string, options?: ErrorOptions);
 }
@@ -202,11 +225,13 @@ export { CancelledError as AbortError };
  * acquires that were waiting when it closed. The message says to create a new client.
  */
 export class ClientClosedError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_CLIENT_CLOSED';
   constructor(message: string, options?: ErrorOptions);
 }
 /** A bug in ferrolock, or a reply it does not understand. */
 export class InternalError extends FerrolockError {
+  /** This class's `ErrorCode`. */
   readonly code: 'ERR_INTERNAL';
   constructor(message: string, options?: ErrorOptions);
 }
@@ -223,6 +248,7 @@ export interface HolderStatus {
 
 /** A lock as the server sees it at one moment (`lock.status()`). */
 export interface LockStatus {
+  /** The lock name asked about. */
   name: string;
   /** Every holder with its hold count; empty when the lock is free. */
   holders: HolderStatus[];
@@ -253,6 +279,7 @@ export class Hold {
   extend(ms: number, options?: ExtendOptions): Promise<number>;
   /** Releases this acquisition (one level); a second call does nothing. */
   release(): Promise<void>;
+  /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -282,11 +309,14 @@ export class Lock extends EventEmitter {
   /** 'lost': a hold of this handle was lost (expired, force-unlocked, failover). */
   on(event: 'lost', listener: (err: LockLostError) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** 'lost', once. */
   once(event: 'lost', listener: (err: LockLostError) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** The same as `on('lost', listener)`. */
   addListener(event: 'lost', listener: (err: LockLostError) => void): this;
   addListener(event: string | symbol, listener: (...args: any[]) => void): this;
   private constructor();
+  /** The name it was made with. */
   readonly name: string;
   /** Owner field this handle writes: `<client-id>:<holder-id>`. */
   readonly owner: string;
@@ -357,6 +387,7 @@ export class Lock extends EventEmitter {
  */
 export class ReadWriteLock {
   private constructor();
+  /** The name it was made with. */
   readonly name: string;
   /** The read side (`kind === 'read'`): held by many readers at once, never with another holder's write. */
   readLock(): Lock;
@@ -364,6 +395,7 @@ export class ReadWriteLock {
   writeLock(): Lock;
 }
 
+/** Options of `semaphore.acquire()` and `semaphore.using()`. */
 export interface SemaphoreAcquireOptions {
   /** How many permits to take (1 or more). Default 1. */
   permits?: number;
@@ -384,6 +416,7 @@ export class Permits {
   readonly released: boolean;
   /** Gives them back (waking waiters); a second call does nothing. */
   release(): Promise<void>;
+  /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -394,6 +427,7 @@ export class Permits {
  */
 export class Semaphore {
   private constructor();
+  /** The name it was made with. */
   readonly name: string;
   /** Gives it `permits` (0 or more) free permits if it does not exist yet; false if it does (left alone). */
   trySetPermits(permits: number): Promise<boolean>;
@@ -409,6 +443,7 @@ export class Semaphore {
   drain(): Promise<number>;
 }
 
+/** Options of `permitExpirableSemaphore.acquire()` and `.using()`. */
 export interface PermitAcquireOptions {
   /** Longest wait; when it runs out `acquire` resolves `null` (`using` rejects with `NotAcquiredError`). Default: no bound. */
   waitMs?: number;
@@ -431,6 +466,7 @@ export class Permit {
   readonly released: boolean;
   /** Releases it: true if it was out and in time; false if its lease had run out, or on a second call. */
   release(): Promise<boolean>;
+  /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -441,6 +477,7 @@ export class Permit {
  */
 export class PermitExpirableSemaphore {
   private constructor();
+  /** The name it was made with. */
   readonly name: string;
   /** Gives it `permits` (0 or more) free permits if it does not exist yet; false if it does (left alone). */
   trySetPermits(permits: number): Promise<boolean>;
@@ -458,6 +495,7 @@ export class PermitExpirableSemaphore {
   available(): Promise<number>;
 }
 
+/** Options of `latch.wait()`. */
 export interface LatchWaitOptions {
   /** Longest wait; when it runs out `wait` resolves false. Default: no bound. */
   waitMs?: number;
@@ -468,6 +506,7 @@ export interface LatchWaitOptions {
 /** Redisson's `RCountDownLatch`: open at 0 (or when it does not exist), waking every waiter. */
 export class CountDownLatch {
   private constructor();
+  /** The name it was made with. */
   readonly name: string;
   /** Sets the count (1 or more) of an open latch; false if it is still counting down (left alone). */
   trySetCount(count: number): Promise<boolean>;
@@ -493,21 +532,31 @@ export interface Histogram {
 
 /** What a client's locks did since it connected (`client.metrics()`). */
 export interface Metrics {
+  /** The client these counters belong to (the `client` label of `metricsText()`). */
   clientId: string;
   /** Acquires by outcome: acquired, not acquired in time, failed (an error), cancelled. */
   acquired: number;
+  /** Bounded acquire calls that ran out of time. */
   notAcquired: number;
+  /** Acquire calls that failed with an error. */
   failed: number;
+  /** Acquire calls that were aborted or whose client closed under them. */
   cancelled: number;
   /** From an acquire call to its outcome, every outcome. */
   wait: Histogram;
   /** From an acquisition to its release or loss. */
   hold: Histogram;
+  /** Locks held now. */
   holdsNow: number;
+  /** Acquire calls waiting for a release now. */
   waitersNow: number;
+  /** Holds the watchdog renewed. */
   renewals: number;
+  /** Renewal calls that failed (the hold is kept until its deadline and retried). */
   renewalFailures: number;
+  /** Holds lost. */
   losses: number;
+  /** Connections made again after one broke or stalled (commands and messages). */
   reconnects: number;
 }
 
@@ -557,19 +606,23 @@ export class Client {
    * itself may be called again.
    */
   close(): Promise<void>;
+  /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** One of core's log events, as `setLogger`'s function receives it. */
 export interface LogRecord {
+  /** The event's level. */
   level: 'ERROR' | 'WARN' | 'INFO' | 'DEBUG' | 'TRACE';
   /** Where in core it comes from, e.g. `'ferrolock::waiting::subscriber'`. */
   target: string;
+  /** The event's message. */
   message: string;
   /** The event's other fields (lock name, error, ...), as text. */
   fields: Record<string, string>;
 }
 
+/** Options of `setLogger()`. */
 export interface SetLoggerOptions {
   /** Which events: an env-filter (`'info'`, the default; `'warn'`; `'ferrolock=debug'`). */
   level?: string;
@@ -606,6 +659,7 @@ export class Redlock {
   static connect(urls: Iterable<string>, options?: RedlockConnectOptions): Promise<Redlock>;
   /** The clients, one per URL, in order. */
   readonly clients: readonly Client[];
+  /** The quorum of every lock it makes. */
   readonly quorum: Quorum;
   /** True once every client is closed. */
   readonly closed: boolean;
@@ -613,5 +667,6 @@ export class Redlock {
   lock(name: string | Uint8Array, options?: LockOptions): Lock;
   /** Closes every client, releasing what they hold. */
   close(): Promise<void>;
+  /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
 }
