@@ -37,6 +37,7 @@ thread_local! {
 
 /// What one slice of driving gave.
 pub enum Slice<T> {
+    /// The call finished with this.
     Done(T),
     /// The slice ran out first.
     Pending,
@@ -50,6 +51,7 @@ pub struct Drive {
 }
 
 impl Drive {
+    /// The driving of a call that starts now.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Drive {
         // Replies that came while the thread was away are read before anything is overdue.

@@ -38,7 +38,14 @@ use state::{ReplyTo, State, Waiter, LATCH_BATCH};
 /// Where the host connects its socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostAddress {
-    Tcp { host: String, port: u16 },
+    /// A TCP address.
+    Tcp {
+        /// Host name or IP address.
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// A Unix socket's path.
     Unix(std::path::PathBuf),
 }
 
