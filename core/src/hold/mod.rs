@@ -83,7 +83,9 @@ impl Hold {
 pub enum Released {
     /// Re-entrant hold: still held with this many levels left.
     StillHeld(u32),
-    /// The lock is free now; one waiter was woken.
+    /// The hold is over: the lock is free now (one waiter was woken) or was handed to
+    /// a waiter of this client. (After a release Redis did not answer within the retry
+    /// window: on the server as soon as Redis answers.)
     Unlocked,
 }
 

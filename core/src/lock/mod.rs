@@ -1,7 +1,8 @@
 //! Locks: every primitive with an owner behind one handle, [`Lock`], the kind
 //! being data ([`LockKind`]). The handle is thin: a holder (holder.rs) with its
 //! hold state, the kind's protocol (reentrant.rs: Redisson's RLock and RFencedLock),
-//! the same-client hand-off (handoff.rs), and the shared waiting engine
+//! the same-client hand-off (handoff.rs), calls Redis never answered in time
+//! (unanswered.rs), and the shared waiting engine
 //! (crate::waiting), to which `acquire` hands a [`LockAcquire`]; or a multi-lock
 //! over several such handles (multi.rs: MultiLock and Redlock).
 

@@ -38,13 +38,26 @@ pub(crate) struct Unanswered {
 /// running the release again if it had not run, and settles its hand-off.
 pub(crate) fn release(h: &Arc<Holder>, all: bool, guard: OpGuard, handoff: Option<Handoff>) -> Result<Released> {
     let window = h.ctx.config.retry_window;
-    let (released, lease_ms) = {
+    let (outcome, lease_ms) = {
         let mut st = h.cell.state.lock().unwrap();
         st.releasing = false;
         let lease_ms = st.lease_ms.max(handoff.as_ref().map_or(0, |handoff| handoff.lease_ms));
-        if st.count == 0 {
-            // A holder releasing a hold it does not know here (taken under its id
-            // elsewhere): it cannot tell what Redis should be left with.
+        let outcome = if st.count > 0 {
+            if all || st.count == 1 {
+                h.cell.finish(&mut st);
+                Ok(Released::Unlocked)
+            } else {
+                st.count -= 1;
+                Ok(Released::StillHeld(st.count))
+            }
+        } else if st.lost_levels > 0 {
+            // Its deadline passed during the retries: the loss was told (Redis may have
+            // expired it first); what may be left of its field goes once Redis answers.
+            st.lost_levels = if all { 0 } else { st.lost_levels - 1 };
+            Err(st.lost_error.clone().unwrap_or_else(|| h.cell.lost_error("it was lost")))
+        } else {
+            // A hold this holder does not know here (taken under its id elsewhere):
+            // nothing tells what Redis should be left with.
             return Err(Error::new(
                 ErrorKind::Connection,
                 format!(
@@ -53,27 +66,23 @@ pub(crate) fn release(h: &Arc<Holder>, all: bool, guard: OpGuard, handoff: Optio
                     h.names.display
                 ),
             ));
-        }
-        if all || st.count == 1 {
-            h.cell.finish(&mut st);
-            (Released::Unlocked, lease_ms)
-        } else {
-            st.count -= 1;
-            (Released::StillHeld(st.count), lease_ms)
-        }
+        };
+        (outcome, lease_ms)
     };
-    tracing::warn!(
-        lock = %h.names.display,
-        owner = %h.owner,
-        "Redis did not answer the release of lock \"{}\" within the retry window ({window:?}); the level is released \
-         here and the client completes the release on the server as soon as Redis answers",
-        h.names.display,
-    );
+    if outcome.is_ok() {
+        tracing::warn!(
+            lock = %h.names.display,
+            owner = %h.owner,
+            "Redis did not answer the release of lock \"{}\" within the retry window ({window:?}); the level is \
+             released here and the client completes the release on the server as soon as Redis answers",
+            h.names.display,
+        );
+    }
     // A field nobody renews is gone a lease after its last renewal, which may still land.
     let expires_by = Instant::now() + Duration::from_millis(lease_ms) * 2;
     let call = Unanswered { expires_by, handoff };
     h.ctx.runtime.spawn(settle(h.clone(), guard, call));
-    Ok(released)
+    outcome
 }
 
 /// Settles `call` once Redis answers (see the module comment), holding `guard`.
