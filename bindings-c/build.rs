@@ -13,9 +13,10 @@ fn main() {
 }
 
 /// With the `soname` feature (the Makefile's builds), an ELF shared library named
-/// libferrolock.so.<major>, the name `make install` gives it. Programs linked
-/// against it then load that name, and a later incompatible version installs
-/// next to it under another.
+/// libferrolock.so.<major>, or libferrolock.so.0.<minor> while the major is 0 (in
+/// semver 0.1 and 0.2 are incompatible; cargo-c's rule), the name `make install` gives
+/// it. Programs linked against it then load that name, and a later incompatible
+/// version installs next to it under another.
 fn soname() {
     if std::env::var_os("CARGO_FEATURE_SONAME").is_none() {
         return;
@@ -25,7 +26,9 @@ fn soname() {
         return; // not ELF: install names / DLLs work differently
     }
     let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("set by cargo");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libferrolock.so.{major}");
+    let minor = std::env::var("CARGO_PKG_VERSION_MINOR").expect("set by cargo");
+    let version = if major == "0" { format!("0.{minor}") } else { major };
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libferrolock.so.{version}");
 }
 
 #[cfg(feature = "generate-header")]

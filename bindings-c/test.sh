@@ -104,16 +104,26 @@ LIBDIR="$PREFIX/lib"
 INC="$PREFIX/include"
 
 # The shared library is versioned: libferrolock.so.<version>, its SONAME
-# libferrolock.so.<major> and the link-time libferrolock.so both symlinks to it.
+# libferrolock.so.<major> (libferrolock.so.0.<minor> while the major is 0) and the
+# link-time libferrolock.so both symlinks to it.
+VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1)
+SOVERSION=${VERSION%%.*}
+if [ "$SOVERSION" = 0 ]; then SOVERSION=$(cut -d. -f1,2 <<<"$VERSION"); fi
+SONAME=libferrolock.so.$SOVERSION
 soname() {
-    local version major real
+    local version real
     version=$(PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" pkg-config --modversion ferrolock)
-    major=${version%%.*}
+    test "$version" = "$VERSION"
     real="$LIBDIR/libferrolock.so.$version"
     test -f "$real" && ! test -L "$real"
-    test "$(readlink "$LIBDIR/libferrolock.so.$major")" = "libferrolock.so.$version"
+    test "$(readlink "$LIBDIR/$SONAME")" = "libferrolock.so.$version"
     test "$(readlink "$LIBDIR/libferrolock.so")" = "libferrolock.so.$version"
-    readelf -d "$real" | grep -F "Library soname: [libferrolock.so.$major]"
+    readelf -d "$real" | grep -F "Library soname: [$SONAME]"
+    # ferrolock_version() is the workspace version too.
+    printf '#include <stdio.h>\n#include <ferrolock.h>\nint main(void) { puts(ferrolock_version()); return 0; }\n' |
+        gcc -x c - -I"$PREFIX/include" -L"$LIBDIR" -lferrolock -Wl,-rpath,"$LIBDIR" -o "$BUILD/version"
+    test "$("$BUILD/version")" = "$VERSION"
+    echo "ferrolock_version() = $VERSION = Cargo.toml's"
 }
 check soname soname || true
 STRICT=(-Wall -Wextra -Werror -pedantic)
@@ -134,6 +144,23 @@ header_has_every_export() {
     echo "all $(wc -w <<<"$exported") exported functions are declared in ferrolock.h"
 }
 check header-all-exports header_has_every_export || true
+
+# The ABI: the library exports exactly the committed list (only ferrolock_*: rustc's
+# version script for a cdylib hides the rest). A change here is an ABI change.
+exports_match_abi_list() {
+    local exported
+    exported=$(nm -D --defined-only "$LIBDIR/libferrolock.so" | awk '{print $3}' | sort)
+    if grep -v '^ferrolock_' <<<"$exported"; then
+        echo "libferrolock.so exports symbols beyond ferrolock_* (above)"
+        return 1
+    fi
+    if ! diff -u "$HERE/abi/symbols.txt" - <<<"$exported"; then
+        echo "the exports differ from bindings-c/abi/symbols.txt: an ABI change (docs/releasing.md); update the list"
+        return 1
+    fi
+    echo "exports exactly bindings-c/abi/symbols.txt ($(wc -l <"$HERE/abi/symbols.txt") ferrolock_* symbols)"
+}
+check exports-abi-list exports_match_abi_list || true
 
 # 4. The header as C11 and as C++.
 header_c11() {
@@ -239,8 +266,8 @@ legacy_job() {
     # shellcheck disable=SC2086
     cc "$HERE/examples/legacy_job.c" $flags -o "$BUILD/legacy_job"
     # It needs the SONAME, and loads it from the install's lib directory.
-    readelf -d "$BUILD/legacy_job" | grep -F "Shared library: [libferrolock.so.0]"
-    LD_LIBRARY_PATH="$LIBDIR" ldd "$BUILD/legacy_job" | grep -F "libferrolock.so.0 => $LIBDIR/libferrolock.so.0"
+    readelf -d "$BUILD/legacy_job" | grep -F "Shared library: [$SONAME]"
+    LD_LIBRARY_PATH="$LIBDIR" ldd "$BUILD/legacy_job" | grep -F "$SONAME => $LIBDIR/$SONAME"
     local out
     out=$(TMPDIR="$WORK" LD_LIBRARY_PATH="$LIBDIR" timeout 60 "$BUILD/with_redis" "$BUILD/legacy_job")
     echo "$out"
@@ -280,7 +307,7 @@ release_static() {
         echo "libferrolock.a is $size bytes, over $max: is the Makefile's release LTO gone?"
         return 1
     fi
-    readelf -d "$rel/lib/libferrolock.so" | grep -F "Library soname: [libferrolock.so.0]"
+    readelf -d "$rel/lib/libferrolock.so" | grep -F "Library soname: [$SONAME]"
     # shellcheck disable=SC2046
     cc "$HERE/examples/legacy_job.c" -I"$rel/include" "$rel/lib/libferrolock.a" \
         $(PKG_CONFIG_PATH="$rel/lib/pkgconfig" pkg-config --static --libs-only-l ferrolock | sed 's/-lferrolock //') \
