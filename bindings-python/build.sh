@@ -10,8 +10,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 venv="$here/.venv"
 
-command -v cargo >/dev/null || { echo "build.sh: cargo is not on PATH" >&2; exit 1; }
-
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
@@ -19,6 +17,16 @@ py="$venv/bin/python"
 export PATH="$venv/bin:$PATH"  # the maturin build backend runs the maturin binary
 "$py" -m pip install --quiet --disable-pip-version-check \
     "maturin>=1.9.4,<2" "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "redis>=5" "python-redis-lock>=4"
+
+# FERROLOCK_PYTHON_WHEEL: install that release wheel (scripts/package.sh's) instead of
+# building, the way a user gets it: from the file, no index, nothing compiled.
+if [ -n "${FERROLOCK_PYTHON_WHEEL:-}" ]; then
+    echo "build.sh: installing the release wheel $(basename "$FERROLOCK_PYTHON_WHEEL") (no build)"
+    "$py" -m pip install --quiet --disable-pip-version-check --no-index --no-deps --force-reinstall \
+        "$FERROLOCK_PYTHON_WHEEL"
+    exit 0
+fi
+command -v cargo >/dev/null || { echo "build.sh: cargo is not on PATH" >&2; exit 1; }
 
 # The release build: maturin from the venv (no isolated build env to download),
 # incremental so that re-runs only rebuild what changed.

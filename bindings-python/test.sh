@@ -21,5 +21,10 @@ echo "test.sh: mypy --strict"
 "$py" -m mypy --strict python/ferrolock tests examples bench.py
 echo "test.sh: stubtest ferrolock._native"
 "$py" -m mypy.stubtest ferrolock._native
-echo "test.sh: pytest"
-"$py" -m pytest -p no:cacheprovider tests
+# The suite runs against the installed package, as a user's code would: from a
+# directory outside the tree, with cargo and rustc off PATH.
+. "$here/../scripts/package/env.sh"
+echo "test.sh: pytest (from a temp dir, no cargo on PATH)"
+cwd=$(mktemp -d)
+trap 'rm -rf "$cwd"' EXIT
+(cd "$cwd" && PATH=$(path_without_rust) "$py" -m pytest -p no:cacheprovider "$here/tests")

@@ -11,6 +11,7 @@ __all__ = [
     "PermitSemaphore",
     "Semaphore",
     "UndoOnCancel",
+    "__version__",
     "install_log_bridge",
     "quiesce",
     "stop_log_bridge",
