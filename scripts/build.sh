@@ -5,6 +5,11 @@
 # the `ferrolock` CLI, the Rust worker, libferrolock + the C worker, the Python
 # binding into bindings-python/.venv, the Redisson interop driver and the Node
 # addon. Installs missing tools.
+#
+#   bash scripts/build.sh          # everything the tests run
+#   bash scripts/build.sh --demo   # only what `ferrolock demo` runs: the Rust parts in one
+#                                  # cargo build (the Python extension and the Node addon
+#                                  # too), no Java, no npm or pip downloads
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -20,12 +25,35 @@ case "$profile" in
 esac
 target="${CARGO_TARGET_DIR:-$PWD/target}/$profile"
 
+build_c_worker() {
+  echo "== build: C worker"
+  gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker.c \
+      -L"$target" -lferrolock_c -Wl,-rpath,"$target" -lpthread -o "$target/ferrolock-worker-c"
+}
+
+if [ "${1:-}" = --demo ]; then
+  # One cargo invocation compiles the shared dependencies once for all five crates.
+  # The extension is built the way maturin builds it (no libpython linked).
+  echo "== build ($profile, one cargo build): ferrolock CLI, Rust worker, libferrolock, Node addon, Python extension"
+  PYO3_BUILD_EXTENSION_MODULE=1 cargo build "${cargo_profile[@]}" \
+      -p ferrolock-cli -p ferrolock-tests -p ferrolock-c -p ferrolock-node -p ferrolock-python
+  build_c_worker
+  echo "== build: Node addon (bindings-node/ferrolock.node, the loader's local build)"
+  cp "$target/libferrolock_node.so" bindings-node/ferrolock.node
+  echo "== build: Python binding (into bindings-python/.venv, the extension from the same build)"
+  venv=bindings-python/.venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  mkdir -p "$site/ferrolock"
+  cp -r bindings-python/python/ferrolock/. "$site/ferrolock/"
+  cp "$target/libferrolock_python.so" "$site/ferrolock/_native.abi3.so"
+  exit 0
+fi
+
 echo "== build ($profile): ferrolock CLI, Rust worker, libferrolock"
 cargo build "${cargo_profile[@]}" -p ferrolock-cli -p ferrolock-tests -p ferrolock-c
 
-echo "== build: C worker"
-gcc -std=c11 -O2 -Wall -Wextra -Werror -Ibindings-c/include tests/workers/worker.c \
-    -L"$target" -lferrolock_c -Wl,-rpath,"$target" -lpthread -o "$target/ferrolock-worker-c"
+build_c_worker
 
 echo "== build: Python binding (bindings-python/.venv)"
 bash bindings-python/build.sh

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export FERROLOCK_PROFILE="${FERROLOCK_PROFILE:-release}"
-build="${FERROLOCK_DEMO_BUILD:-bash scripts/build.sh}"
+build="${FERROLOCK_DEMO_BUILD:-bash scripts/build.sh --demo}"
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 case "$target" in /*) ;; *) target="$PWD/$target" ;; esac
 log="${FERROLOCK_DEMO_LOG:-$target/demo-build.log}"
@@ -20,8 +20,14 @@ mkdir -p "$(dirname "$log")"
 
 echo "Building the ferrolock CLI, the four workers and their bindings ($FERROLOCK_PROFILE; full output in $log)"
 started=$SECONDS
-# build.sh announces each step with a line starting "== "; only those reach the terminal.
-if ! $build 2>&1 | tee "$log" | sed -un 's/^== \(build[^:]*: \)\{0,1\}\(.*\)/  building \2/p'; then
+# build.sh announces each step with a line starting "== "; those reach the terminal,
+# and cargo's progress as a count of compiled crates every 25 (with the time so far).
+progress() {
+  awk -v start="$(date +%s)" '
+    /^== / { sub(/^== (build[^:]*: )?/, ""); print "  building " $0; fflush(); next }
+    /^ *Compiling / { n++; if (n % 25 == 0) { printf "    %d crates compiled (%d s)\n", n, systime() - start; fflush() } }'
+}
+if ! $build 2>&1 | tee "$log" | progress; then
     echo "The build failed; the end of $log:" >&2
     tail -n 30 "$log" >&2
     exit 1

@@ -15,6 +15,12 @@ cargo test -p ferrolock --features spans --test spans
 echo "== C binding"
 bash bindings-c/test.sh
 
+echo "== release artifacts (scripts/package.sh --ci: built as a release is, without LTO; static checks, one install-and-run each)"
+bash scripts/package.sh --ci
+# The Python suite (here and behind the cross-language one) runs on that wheel, installed.
+FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
+export FERROLOCK_PYTHON_WHEEL
+
 echo "== Python binding"
 bash bindings-python/test.sh
 
