@@ -254,3 +254,21 @@ async fn hand_off_through_outage(fenced: bool) {
     c.shutdown().await.unwrap();
     other.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_reaches_no_server_fails_and_keeps_the_level() {
+    let mut server = RedisServer::start();
+    let c = outage_client(&server.url()).await;
+    let a = c.lock("unreached").unwrap();
+    let losses = watch_losses(&a);
+    a.acquire().await.unwrap().into_hold();
+    server.kill();
+    // A call that finds the connection broken retires it: the release's connections are refused.
+    assert!(a.is_held().await.is_err());
+    let err = a.release().await.expect_err("nothing was sent");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert_eq!(a.local_hold_count(), 1, "the level is still held, as the error says");
+    assert!(!a.is_lost());
+    assert_eq!(losses.load(std::sync::atomic::Ordering::SeqCst), 0);
+    c.shutdown().await.unwrap();
+}

@@ -356,10 +356,14 @@ pub(crate) async fn release_script(
     let reply = loop {
         match call.invoke::<redis::Value>(&mut conn).await {
             Ok(reply) => break reply,
-            // Once an attempt may have run, no later failure (a refused reconnect, say) tells otherwise.
+            // A refused connection sent nothing; once an attempt may have run, no later
+            // failure (a refused reconnect, say) tells otherwise.
             Err(e) if sent || Error::is_ambiguous(&e) => {
-                sent = true;
+                sent |= !e.is_connection_refusal();
                 if started.elapsed() + delay >= window {
+                    if !sent {
+                        return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display)));
+                    }
                     tracing::debug!(lock = %names.display, error = %e, "release not answered within the retry window");
                     return Ok(None);
                 }
