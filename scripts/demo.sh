@@ -23,9 +23,14 @@ started=$SECONDS
 # build.sh announces each step with a line starting "== "; those reach the terminal,
 # and cargo's progress as a count of compiled crates every 25 (with the time so far).
 progress() {
-  awk -v start="$(date +%s)" '
-    /^== / { sub(/^== (build[^:]*: )?/, ""); print "  building " $0; fflush(); next }
-    /^ *Compiling / { n++; if (n % 25 == 0) { printf "    %d crates compiled (%d s)\n", n, systime() - start; fflush() } }'
+  local line crates=0 start=$SECONDS
+  while IFS= read -r line; do
+    if [[ $line =~ ^==\ (build[^:]*:\ )?(.*)$ ]]; then
+      echo "  building ${BASH_REMATCH[2]}"
+    elif [[ $line =~ ^\ *Compiling\  ]] && (( ++crates % 25 == 0 )); then
+      echo "    $crates crates compiled ($((SECONDS - start)) s)"
+    fi
+  done
 }
 if ! $build 2>&1 | tee "$log" | progress; then
     echo "The build failed; the end of $log:" >&2
