@@ -123,7 +123,7 @@ impl Drive {
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// After a call: serves this thread's links until nothing is due on them, for up to
-/// [`SETTLE`]; a link still waiting then is closed, which fails its requests as lost
+/// `SETTLE`; a link still waiting then is closed, which fails its requests as lost
 /// replies and leaves them to core's resolvers on the client's own connection.
 pub fn settle() {
     with_driver(|driver| {
