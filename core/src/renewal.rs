@@ -212,14 +212,17 @@ where
     let lease = Duration::from_millis(lease_ms);
     let mut delay = Duration::from_millis(10);
     loop {
-        // Worth sending while any of the holds can still be saved.
-        let until = batch.iter().filter_map(|(h, t)| h.deadline_of(t.generation)).max();
+        // Worth sending while any of the holds can still be saved. Holds that ended
+        // meanwhile (released: a close releases while renewing) are no failure.
+        let Some(until) = batch.iter().filter_map(|(h, t)| h.deadline_of(t.generation)).max() else {
+            return report;
+        };
         let now = Instant::now();
-        let Some(until) = until.filter(|u| *u > now) else {
+        if until <= now {
             report.failed = batch.len();
             metrics.renewals(0, 1);
             return report;
-        };
+        }
         let Ok(conn) = conn() else { return report };
         // Waiting past `until` saves no hold, but a late "renewed" has the field it kept
         // deleted (`Held::renewed`), so the lock is free well before that lease ends;
