@@ -63,7 +63,7 @@ echo "== C API (ferrolock.h's comments; every function, type, value and field mu
 python3 scripts/docs/c_api.py bindings-c/include/ferrolock.h "$SRC/api/c.md"
 
 echo "== site (mkdocs build --strict: a broken link between pages fails it)"
-NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet -f mkdocs.yml
+NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict -f mkdocs.yml
 
 echo "== links"
 python3 scripts/docs/check_links.py "$SITE"

@@ -68,3 +68,10 @@ pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};
 pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum, ReadWriteLock};
 pub use renewal::RenewalReport;
 pub use transport::{HostAddress, HostLink};
+
+// The Rust examples of the documentation site's guides, run as doctests against a scratch
+// redis-server (REDIS_URL) by scripts/docs-examples.sh, which passes --cfg docs_examples:
+// the plain test command has no server for them.
+#[cfg(all(doctest, docs_examples))]
+#[doc = include_str!("../../docs/site/guides/getting-started-rust.md")]
+mod docs_examples {}
