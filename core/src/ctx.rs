@@ -184,13 +184,22 @@ impl Ctx {
     }
 
     /// Releases every held hold, [`CLOSE_RELEASES`] at a time, each bounded by
-    /// `settle`; gives up on the rest once `settle` passes without one ending.
+    /// `settle`. Gives up on the rest once `settle` passes without a release ending
+    /// in time, so that an unreachable server holds a close up about one window,
+    /// not one per [`CLOSE_RELEASES`] holds.
     async fn release_held(&self, settle: Duration) {
         use futures_util::StreamExt;
         // Made up front: a closure in the stream's type makes the future not `Send`.
         let releases: Vec<_> = self.held.all().into_iter().map(|held| tokio::time::timeout(settle, held.release_all())).collect();
         let mut ended = futures_util::stream::iter(releases).buffer_unordered(CLOSE_RELEASES);
-        while let Ok(Some(_)) = tokio::time::timeout(settle, ended.next()).await {}
+        let mut stalled_at = tokio::time::Instant::now() + settle;
+        loop {
+            match tokio::time::timeout_at(stalled_at, ended.next()).await {
+                Ok(Some(Ok(()))) => stalled_at = tokio::time::Instant::now() + settle,
+                Ok(Some(Err(_))) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
     }
 }
 
