@@ -14,7 +14,7 @@ TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 
 PYTHON=$PWD/bindings-python/.venv/bin/python
 "$PYTHON" -c 'import ferrolock' 2>/dev/null || bash bindings-python/build.sh
-test -f bindings-node/ferrolock.node || (cd bindings-node && node scripts/build.js)
+test -f bindings-node/ferrolock.node || (cd bindings-node && npm install --no-fund --no-audit --no-package-lock && node scripts/build.js)
 test -f "$TARGET/debug/libferrolock_c.so" || cargo build -p ferrolock-c
 test -x "$TARGET/debug/ferrolock" || cargo build -p ferrolock-cli
 

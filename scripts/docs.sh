@@ -47,7 +47,7 @@ cp -r "${CARGO_TARGET_DIR:-target}/doc/." "$SRC/api/rust/"
 echo "== Node API (TypeDoc over bindings-node/index.d.ts; an undocumented name is an error)"
 cat > "$SRC/../docs-tsconfig.json" <<JSON
 { "compilerOptions": { "target": "es2022", "module": "node16", "moduleResolution": "node16",
-    "types": ["node"], "typeRoots": ["$PWD/bindings-node/node_modules/@types", "$PWD/$NODE_TOOLS/node_modules/@types"],
+    "types": ["node"], "typeRoots": ["$PWD/$NODE_TOOLS/node_modules/@types"],
     "skipLibCheck": true, "strict": true },
   "files": ["$PWD/bindings-node/index.d.ts"] }
 JSON
