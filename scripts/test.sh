@@ -33,6 +33,10 @@ bash scripts/build.sh
 cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo
 cargo test -p ferrolock-cli
 
+echo "== documentation: the site builds (every public name documented, no broken link) and its examples run"
+bash scripts/docs.sh
+bash scripts/docs-examples.sh
+
 echo "== Redisson interop (4.7.0 and 3.52.0)"
 # Built first so that `time` shows what the suite itself costs; --nocapture prints the
 # measured wake-up times.
