@@ -30,7 +30,8 @@
 //!    every primitive in `ctx`; `request` (calls made idempotent by a reply latch);
 //! 4. primitives: `lock` (every kind with an owner: the handle, its holder, the
 //!    shared protocol and what differs per kind on the wire, same-client hand-off, status), `semaphore` (permits
-//!    nobody owns) and `latch` (the count-down latch);
+//!    nobody owns) and `latch` (the count-down latch); `inspect` (what a name is, told
+//!    from its keys, and the names under a prefix: for operators);
 //! 5. `client` (the only module that knows everything) and this facade; `blocking`
 //!    (how bindings that block run a call: on their own thread, doing its I/O).
 //!
@@ -44,6 +45,7 @@ mod config;
 mod ctx;
 mod error;
 mod hold;
+mod inspect;
 mod latch;
 mod lock;
 mod metrics;
@@ -62,6 +64,7 @@ pub use client::Client;
 pub use config::{ClientBuilder, Config};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
+pub use inspect::{Inspection, ObjectKind, PermitOut};
 pub use latch::CountDownLatch;
 pub use metrics::{Histogram, Metrics};
 pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};

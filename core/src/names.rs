@@ -191,6 +191,40 @@ pub(crate) fn suffixed(name: &[u8], suffix: &str) -> Vec<u8> {
     key
 }
 
+/// What a key met while listing names (SCAN) is: `None` for a key that may be an
+/// object's own (a lock hash, a semaphore's or latch's number); `Some(Some(n))` for
+/// a helper key that alone stands for the object `n` (a free fenced lock keeps only
+/// its token counter, a fair lock's waiters their queue); `Some(None)` for any other
+/// helper key (notes, reply latches, timeouts, leases of read holds and permits).
+pub(crate) fn helper_key_of(key: &[u8]) -> Option<Option<Vec<u8>>> {
+    const STANDS_FOR_ITS_OBJECT: [&str; 2] = ["redisson_lock_token", "redisson_lock_queue"];
+    const OTHERS: [&str; 7] = [
+        "redisson_unlock_latch",
+        "ferrolock_holder_info",
+        "ferrolock_reply",
+        "redisson_lock_timeout",
+        "redisson_lock__channel",
+        "redisson_rwlock",
+        "redisson_sc",
+    ];
+    let under = |prefix: &str| key.strip_prefix(prefix.as_bytes()).and_then(|rest| rest.strip_prefix(b":"));
+    for prefix in STANDS_FOR_ITS_OBJECT {
+        if let Some(rest) = under(prefix) {
+            // `p:{n}` for a plain name, `p:n` for one that carries its own tag.
+            let plain = rest.strip_prefix(b"{").and_then(|r| r.strip_suffix(b"}")).filter(|n| !n.contains(&b'{'));
+            return Some(Some(plain.unwrap_or(rest).to_vec()));
+        }
+    }
+    let suffix_of_a_tagged_name = |suffix: &[u8]| key.ends_with(suffix) && key.contains(&b'}');
+    if OTHERS.iter().any(|prefix| under(prefix).is_some())
+        || suffix_of_a_tagged_name(b":timeout")
+        || key.windows(b":rwlock_timeout".len()).any(|w| w == b":rwlock_timeout")
+    {
+        return Some(None);
+    }
+    None
+}
+
 /// The cluster slot of a key: CRC16 (XMODEM) of its hash tag (the part between the
 /// first `{` and the next `}`, when not empty) or of the whole key, mod 16384.
 pub(crate) fn slot(key: &[u8]) -> u16 {
@@ -264,6 +298,18 @@ mod tests {
         assert_eq!(slot(b"foo{}{bar}"), slot(b"foo{}{bar}"));
         assert_ne!(slot(b"foo{}{bar}"), slot(b"bar"));
         assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+    }
+
+    #[test]
+    fn helper_keys_name_their_object() {
+        let n = LockNames::new(b"jobs:1");
+        assert_eq!(helper_key_of(&n.token), Some(Some(b"jobs:1".to_vec())));
+        assert_eq!(helper_key_of(&LockNames::new(b"{t}x").queue), Some(Some(b"{t}x".to_vec())));
+        for other in [n.holder_info("c:1"), n.read_timeouts("c:1"), suffixed(b"jobs:1", "timeout"), n.queue_timeouts.clone()] {
+            assert_eq!(helper_key_of(&other), Some(None), "{}", String::from_utf8_lossy(&other));
+        }
+        assert_eq!(helper_key_of(b"jobs:1"), None);
+        assert_eq!(helper_key_of(b"{t}x"), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod multi;
 mod options;
 mod reentrant;
 mod rw;
-mod status;
+pub(crate) mod status;
 mod unanswered;
 mod wire;
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
+use crate::names::LockNames;
 use crate::transport::Conn;
 
 /// One owner field of the lock hash.
@@ -93,58 +94,7 @@ impl Lock {
     /// clients on its channel and the last fencing token. `WrongType` if the key is not a lock.
     pub async fn status(&self) -> Result<LockStatus> {
         let holder = self.one()?;
-        let keys = &holder.names;
-        let mut pipe = redis::pipe();
-        pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
-        pipe.add_command(holder.ctx.transport.numsub_command()).arg(&keys.channel);
-        let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
-            self.query_idempotent(&pipe, "reading the status of").await?;
-        let not_a_lock = |what: &str| {
-            Error::new(
-                ErrorKind::WrongType,
-                format!("the key at lock name \"{}\" holds {what}, not a lock; pick another lock name", self.name()),
-            )
-        };
-        if kind != "hash" && kind != "none" {
-            return Err(not_a_lock(&format!("a {kind}")));
-        }
-        let mut holders = Vec::new();
-        if kind == "hash" {
-            let cmd = redis::Cmd::hgetall(&keys.name);
-            let fields: Vec<(String, String)> = self.query_idempotent(&cmd, "reading the holders of").await?;
-            // A read-write lock's hash also says which side holds it.
-            for (owner, count) in fields.into_iter().filter(|(field, _)| field != "mode") {
-                let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
-                holders.push(HolderEntry { owner, count, info: None });
-            }
-            holders.sort_by(|a, b| a.owner.cmp(&b.owner));
-            if !holders.is_empty() {
-                let cmd = redis::Cmd::mget(holders.iter().map(|h| keys.holder_info(&h.owner)).collect::<Vec<_>>());
-                // Notes are a convenience: a user whose ACL does not cover them still gets the status.
-                let notes: Vec<Option<String>> = match self.query_idempotent(&cmd, "reading the holder notes of").await {
-                    Err(e) if e.kind() == ErrorKind::PermissionDenied => Vec::new(),
-                    other => other?,
-                };
-                for (entry, note) in holders.iter_mut().zip(notes) {
-                    entry.info = note;
-                }
-            }
-        }
-        let remaining_lease = match (holders.is_empty(), pttl) {
-            (true, _) | (_, -2) => None,
-            (_, -1) => Some(Duration::MAX),
-            (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
-        };
-        let last_token = match token {
-            None => None,
-            Some(t) => Some(t.parse().map_err(|_| {
-                Error::new(
-                    ErrorKind::WrongType,
-                    format!("the fencing-token counter of lock \"{}\" is not a number", self.name()),
-                )
-            })?),
-        };
-        Ok(LockStatus { name: self.name().to_string(), holders, remaining_lease, subscribers, last_token })
+        snapshot(&holder.ctx.conn()?, holder.ctx.transport.numsub_command(), &holder.names).await
     }
 
     async fn query_type_pttl(&self) -> Result<(String, i64)> {
@@ -164,20 +114,75 @@ impl Lock {
         Ok((kind, pttl))
     }
 
-    /// Runs a read-only command, once more after a connection failure (the
-    /// connection manager reconnects, but the command that hit the break fails).
     async fn query_idempotent<T: redis::FromRedisValue>(&self, cmd: &(impl Queryable + ?Sized), what: &str) -> Result<T> {
-        let mut conn = self.one()?.ctx.conn()?;
-        let context = format!("{what} lock \"{}\"", self.name());
-        match cmd.run(&mut conn).await {
-            Err(e) if Error::is_ambiguous(&e) => cmd.run(&mut conn).await.map_err(|e| Error::from_redis(&e, &context)),
-            other => other.map_err(|e| Error::from_redis(&e, &context)),
+        query_idempotent(&self.one()?.ctx.conn()?, cmd, &format!("{what} lock \"{}\"", self.name())).await
+    }
+}
+
+/// The snapshot of [`Lock::status`] (and of `Client::inspect`): `numsub` is the
+/// transport's command counting a channel's subscribers.
+pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) -> Result<LockStatus> {
+    let name = &keys.display;
+    let context = |what: &str| format!("{what} lock \"{name}\"");
+    let mut pipe = redis::pipe();
+    pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
+    pipe.add_command(numsub).arg(&keys.channel);
+    let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
+        query_idempotent(conn, &pipe, &context("reading the status of")).await?;
+    let not_a_lock = |what: &str| {
+        Error::new(ErrorKind::WrongType, format!("the key at lock name \"{name}\" holds {what}, not a lock; pick another lock name"))
+    };
+    if kind != "hash" && kind != "none" {
+        return Err(not_a_lock(&format!("a {kind}")));
+    }
+    let mut holders = Vec::new();
+    if kind == "hash" {
+        let cmd = redis::Cmd::hgetall(&keys.name);
+        let fields: Vec<(String, String)> = query_idempotent(conn, &cmd, &context("reading the holders of")).await?;
+        // A read-write lock's hash also says which side holds it.
+        for (owner, count) in fields.into_iter().filter(|(field, _)| field != "mode") {
+            let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
+            holders.push(HolderEntry { owner, count, info: None });
         }
+        holders.sort_by(|a, b| a.owner.cmp(&b.owner));
+        if !holders.is_empty() {
+            let cmd = redis::Cmd::mget(holders.iter().map(|h| keys.holder_info(&h.owner)).collect::<Vec<_>>());
+            // Notes are a convenience: a user whose ACL does not cover them still gets the status.
+            let notes: Vec<Option<String>> = match query_idempotent(conn, &cmd, &context("reading the holder notes of")).await {
+                Err(e) if e.kind() == ErrorKind::PermissionDenied => Vec::new(),
+                other => other?,
+            };
+            for (entry, note) in holders.iter_mut().zip(notes) {
+                entry.info = note;
+            }
+        }
+    }
+    let remaining_lease = match (holders.is_empty(), pttl) {
+        (true, _) | (_, -2) => None,
+        (_, -1) => Some(Duration::MAX),
+        (_, ms) => Some(Duration::from_millis(ms.max(0) as u64)),
+    };
+    let last_token = match token {
+        None => None,
+        Some(t) => Some(t.parse().map_err(|_| {
+            Error::new(ErrorKind::WrongType, format!("the fencing-token counter of lock \"{name}\" is not a number"))
+        })?),
+    };
+    Ok(LockStatus { name: name.clone(), holders, remaining_lease, subscribers, last_token })
+}
+
+/// Runs a read-only command, once more after a connection failure (the
+/// connection manager reconnects, but the command that hit the break fails).
+pub(crate) async fn query_idempotent<T: redis::FromRedisValue>(conn: &Conn, cmd: &(impl Queryable + ?Sized), context: &str) -> Result<T> {
+    let mut conn = conn.clone();
+    match cmd.run(&mut conn).await {
+        Err(e) if Error::is_ambiguous(&e) => cmd.run(&mut conn).await.map_err(|e| Error::from_redis(&e, context)),
+        other => other.map_err(|e| Error::from_redis(&e, context)),
     }
 }
 
 /// A command or pipeline that can be sent as is.
-trait Queryable {
+pub(crate) trait Queryable {
     async fn run<T: redis::FromRedisValue>(&self, conn: &mut Conn) -> redis::RedisResult<T>;
 }
 

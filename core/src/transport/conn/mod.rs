@@ -30,6 +30,7 @@ use crate::metrics::Recorder;
 use crate::scripts;
 
 mod hosts;
+mod masters;
 
 use hosts::HostEntry;
 
