@@ -160,6 +160,32 @@ impl Client {
         CountDownLatch::new(self.ctx.clone(), name.as_ref(), self.alive.clone())
     }
 
+    /// What `name` is, told from its keys (a lock, fenced, fair or read-write lock, a
+    /// semaphore, a permit-expirable semaphore or a count-down latch), and what is going
+    /// on there: holders with their notes, lease left, waiters, permits or count, last
+    /// fencing token. Reads only; works on every topology. `WrongType` if the key holds
+    /// something else.
+    pub async fn inspect(&self, name: impl AsRef<[u8]>) -> Result<crate::Inspection> {
+        self.open_check()?;
+        crate::inspect::inspect(&self.ctx, name.as_ref(), None).await
+    }
+
+    /// [`Client::inspect`] reading `name` as `kind` (a number nothing waits on cannot
+    /// tell a semaphore from a latch). `WrongType` if its key cannot be one.
+    pub async fn inspect_as(&self, name: impl AsRef<[u8]>, kind: crate::ObjectKind) -> Result<crate::Inspection> {
+        self.open_check()?;
+        crate::inspect::inspect(&self.ctx, name.as_ref(), Some(kind)).await
+    }
+
+    /// The names of every lock-family object whose name starts with `prefix` (empty:
+    /// all), sorted: lock hashes, free fenced locks (their token counter), fair locks'
+    /// queues, and keys holding a number (a semaphore or latch, or any such counter).
+    /// One SCAN pass over the server, Sentinel's master, or each master of a cluster.
+    pub async fn scan(&self, prefix: impl AsRef<[u8]>) -> Result<Vec<Vec<u8>>> {
+        self.open_check()?;
+        crate::inspect::scan(&self.ctx, prefix.as_ref()).await
+    }
+
     fn open_check(&self) -> Result<()> {
         if self.is_closed() {
             return Err(Error::shut_down());
