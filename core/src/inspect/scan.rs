@@ -35,11 +35,7 @@ pub(crate) async fn scan(ctx: &Ctx, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
     }
     // An object's own key is a lock's hash or a semaphore's or latch's number.
     if !candidates.is_empty() {
-        let mut types = redis::pipe();
-        for key in &candidates {
-            types.cmd("TYPE").arg(key);
-        }
-        let types: Vec<String> = types.query_async(&mut conn.clone()).await.map_err(fail)?;
+        let types: Vec<String> = each(&conn, &candidates, "TYPE").await.map_err(fail)?;
         let mut strings = Vec::new();
         for (key, key_type) in candidates.into_iter().zip(types) {
             match key_type.as_str() {
@@ -50,20 +46,26 @@ pub(crate) async fn scan(ctx: &Ctx, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
                 _ => {}
             }
         }
-        if !strings.is_empty() {
-            let mut values = redis::pipe();
-            for key in &strings {
-                values.cmd("GET").arg(key);
-            }
-            let values: Vec<Option<String>> = values.query_async(&mut conn.clone()).await.map_err(fail)?;
-            for (key, value) in strings.into_iter().zip(values) {
-                if value.is_some_and(|v| v.parse::<i64>().is_ok()) {
-                    names.insert(key);
-                }
+        let values: Vec<Option<String>> = each(&conn, &strings, "GET").await.map_err(fail)?;
+        for (key, value) in strings.into_iter().zip(values) {
+            if value.is_some_and(|v| v.parse::<i64>().is_ok()) {
+                names.insert(key);
             }
         }
     }
     Ok(names.into_iter().collect())
+}
+
+/// `command key` for each key, all in flight at once (a cluster refuses a pipeline
+/// across slots; a multiplexed connection pipelines them anyway).
+async fn each<T: redis::FromRedisValue>(conn: &Conn, keys: &[Vec<u8>], command: &str) -> redis::RedisResult<Vec<T>> {
+    let asks = keys.iter().map(|key| {
+        let mut conn = conn.clone();
+        let mut cmd = redis::cmd(command);
+        cmd.arg(key);
+        async move { cmd.query_async::<T>(&mut conn).await }
+    });
+    futures_util::future::try_join_all(asks).await
 }
 
 /// Every key of one node (`""`: the one server) whose name holds `prefix`.
