@@ -275,13 +275,6 @@ fn multi_usage(targets: &[target::Target], command: &Command) -> Option<String> 
         Command::Status(args) if n > 1 && args.kind.is_some_and(|k| k != args::StatusKind::Lock) => Some(format!(
             "status with several URLs reads a Redlock's plain lock on each; --kind other than lock takes one URL, not {n}"
         )),
-        Command::Status(args) if args.kind.is_some_and(|k| k != args::StatusKind::Lock) && !status::reads_keys(&targets[0]) => {
-            Some(format!(
-                "status --kind {} needs a one-server URL (redis://, rediss://, redis+unix://): behind Sentinel or on a \
-                 Cluster, status reads NAME as a lock",
-                status::kind_option(args.kind.expect("checked"))
-            ))
-        }
         _ => None,
     }
 }

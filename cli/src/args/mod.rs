@@ -160,8 +160,8 @@ semaphore, shown with each permit's id and lease; any other number is a semaphor
 (its free permits) or a count-down latch (its count): 0 free permits, or clients
 waiting on one's channel, tell which; otherwise it is shown as either, and --kind
 says which it is. --kind reads NAME as that kind (65 when its key is of another
-type). Telling kinds apart needs a one-server URL: behind Sentinel or on a Cluster
-NAME is read as a lock (and --kind other than lock is refused). --check is for
+type). Kinds are told the same way on one server, behind Sentinel and on a
+Cluster (core's Client::inspect reads them). --check is for
 locks of every kind; on a semaphore or latch it is a usage error (2).
 
 --json adds \"kind\" to a lock's fields below (\"lock\", \"fair_lock\" with \"queue\": [owner,

@@ -1,35 +1,27 @@
 //! `ferrolock status`: what NAME is (a lock, a fair lock, a read-write lock, a
 //! semaphore, a permit-expirable semaphore or a count-down latch), told from its
-//! keys as Redisson lays them out, and its holders, permits or count and waiters;
+//! keys by core's `Client::inspect`, and its holders, permits or count and waiters;
 //! with several URLs, a Redlock's plain lock on each of them.
-//!
-//! Telling the kind needs raw reads of helper keys (TYPE, the `mode` field, the
-//! fair queue, the permits' zset, channel subscribers) that core does not offer:
-//! they go over a connection of their own, on one-server URLs. Behind Sentinel or
-//! on a Cluster NAME is read as a lock, as before.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use ferrolock::{Client, Error, ErrorKind, LockStatus};
-use redis::aio::MultiplexedConnection;
+use ferrolock::{Client, Error, Inspection, LockStatus, ObjectKind, PermitOut};
 use serde_json::json;
 
 use crate::args::StatusKind;
 use crate::exit;
 use crate::target::{self, redact, Target};
 
-mod keys;
 mod render;
 
-use keys::*;
-pub use render::{describe_info, kind_option};
+pub use render::describe_info;
 use render::*;
 
 /// What NAME turned out to be, with what `status` shows of it.
 enum Status {
-    /// A lock (RLock, RFencedLock) or, read with no probe, whatever core reads as one.
+    /// A lock (RLock, RFencedLock).
     Lock(LockStatus),
     /// A fair lock: the lock and its queue of waiters (owner fields, first first).
     Fair(LockStatus, Vec<String>),
@@ -42,17 +34,6 @@ enum Status {
     SemaphoreOrLatch { name: String, value: i64 },
 }
 
-/// A permit of a permit-expirable semaphore that is out: its id and its expiry.
-struct PermitOut {
-    id: String,
-    /// Milliseconds left on its lease (negative: expired, back at the next acquire);
-    /// `None`: no lease.
-    left_ms: Option<i64>,
-}
-
-/// The score Redisson gives a permit without a lease.
-const NO_LEASE: f64 = 922_337_203_685_477.0;
-
 /// `check`: the exit status says held (0) or free (1) instead of 0 for both.
 pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool, kind: Option<StatusKind>) -> i32 {
     if targets.len() > 1 {
@@ -63,7 +44,7 @@ pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool,
         Ok(client) => client,
         Err(code) => return code,
     };
-    let status = read(&client, target, name, kind).await;
+    let status = read(&client, name, kind).await;
     let _ = client.shutdown().await;
     let status = match status {
         Ok(status) => status,
@@ -89,128 +70,39 @@ pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool,
 }
 
 /// Reads NAME as `kind`, or as what its keys say it is.
-async fn read(client: &Client, target: &Target, name: &OsStr, kind: Option<StatusKind>) -> ferrolock::Result<Status> {
-    let lock_status = || async { client.lock(name.as_bytes())?.status().await };
-    // main refused --kind other than lock where the keys cannot be read.
-    let Some(mut raw) = probe_connection(target).await? else {
-        return Ok(Status::Lock(lock_status().await?));
+async fn read(client: &Client, name: &OsStr, kind: Option<StatusKind>) -> ferrolock::Result<Status> {
+    let found = match kind {
+        None => client.inspect(name.as_bytes()).await?,
+        Some(kind) => client.inspect_as(name.as_bytes(), object_kind(kind)).await?,
     };
-    let key = name.as_bytes();
-    let shown = name.to_string_lossy().into_owned();
-    let context = format!("reading \"{shown}\"");
-    let key_type: String = match redis::cmd("TYPE").arg(key).query_async(&mut raw).await {
-        Ok(key_type) => key_type,
-        // A cluster node given as redis://: core took it as the cluster's seed.
-        Err(e) if matches!(e.code(), Some("MOVED") | Some("ASK")) && matches!(kind, None | Some(StatusKind::Lock)) => {
-            return Ok(Status::Lock(lock_status().await?));
-        }
-        Err(e) if matches!(e.code(), Some("MOVED") | Some("ASK")) => {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("{context}: the server is a cluster node; --kind needs one server (a cluster is read as a lock)"),
-            ))
-        }
-        Err(e) => return Err(redis_error(&e, &context)),
-    };
-    let is_lock_type = matches!(key_type.as_str(), "hash" | "none");
-    let is_counter_type = matches!(key_type.as_str(), "string" | "none");
-    let not = |what: &str| {
-        Error::new(
-            ErrorKind::WrongType,
-            format!("the key at \"{shown}\" holds a {key_type}, not {what}"),
-        )
-    };
-    let kind = match kind {
-        Some(kind) => kind,
-        None => match key_type.as_str() {
-            "hash" | "none" => {
-                let mode: Option<String> = query(&mut raw, redis::cmd("HGET").arg(key).arg("mode"), &context).await?;
-                let queued: bool = query(&mut raw, redis::cmd("EXISTS").arg(prefixed("redisson_lock_queue", key)), &context).await?;
-                match (mode, queued) {
-                    (Some(_), _) => StatusKind::ReadWrite,
-                    (None, true) => StatusKind::Fair,
-                    (None, false) => StatusKind::Lock,
-                }
-            }
-            "string" => {
-                let permits_out: bool = query(&mut raw, redis::cmd("EXISTS").arg(suffixed(key, "timeout")), &context).await?;
-                if permits_out {
-                    StatusKind::PermitSemaphore
-                } else {
-                    let value = read_number(&mut raw, key, &context).await?;
-                    let semaphore_waiters = numsub(&mut raw, &prefixed("redisson_sc", key), &context).await?;
-                    let latch_waiters = numsub(&mut raw, &latch_channel(key), &context).await?;
-                    // A latch at 0 is deleted, so 0 is a semaphore with every permit out.
-                    match (value, semaphore_waiters, latch_waiters) {
-                        (0, _, _) => StatusKind::Semaphore,
-                        (_, s, 0) if s > 0 => StatusKind::Semaphore,
-                        (_, 0, l) if l > 0 => StatusKind::Latch,
-                        _ => return Ok(Status::SemaphoreOrLatch { name: shown, value }),
-                    }
-                }
-            }
-            _ => return Err(not("a lock, a semaphore or a latch")),
-        },
-    };
-    let is_lock_kind = matches!(kind, StatusKind::Lock | StatusKind::Fair | StatusKind::ReadWrite);
-    if is_lock_kind && !is_lock_type {
-        return Err(not(&format!("a {}", kind_name(kind))));
-    }
-    if !is_lock_kind && !is_counter_type {
-        return Err(not(&format!("a {}", kind_name(kind))));
-    }
-    Ok(match kind {
-        StatusKind::Lock => Status::Lock(lock_status().await?),
-        StatusKind::Fair => {
-            let queue: Vec<String> =
-                query(&mut raw, redis::cmd("LRANGE").arg(prefixed("redisson_lock_queue", key)).arg(0).arg(-1), &context).await?;
-            Status::Fair(lock_status().await?, queue)
-        }
-        StatusKind::ReadWrite => {
-            let mode: Option<String> = query(&mut raw, redis::cmd("HGET").arg(key).arg("mode"), &context).await?;
-            let waiters = numsub(&mut raw, &prefixed("redisson_rwlock", key), &context).await?;
-            Status::ReadWrite { lock: lock_status().await?, mode, waiters }
-        }
-        StatusKind::Semaphore => Status::Semaphore {
-            free: read_number(&mut raw, key, &context).await?,
-            waiters: numsub(&mut raw, &prefixed("redisson_sc", key), &context).await?,
-            name: shown,
-        },
-        StatusKind::PermitSemaphore => {
-            let ids: Vec<(Vec<u8>, f64)> =
-                query(&mut raw, redis::cmd("ZRANGE").arg(suffixed(key, "timeout")).arg(0).arg(-1).arg("WITHSCORES"), &context)
-                    .await?;
-            let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-            let out = ids
-                .into_iter()
-                .map(|(id, score)| PermitOut {
-                    id: id.iter().map(|b| format!("{b:02x}")).collect(),
-                    left_ms: (score < NO_LEASE).then(|| score as i64 - now_ms),
-                })
-                .collect();
-            Status::PermitSemaphore {
-                free: read_number(&mut raw, key, &context).await?,
-                out,
-                waiters: numsub(&mut raw, &prefixed("redisson_sc", key), &context).await?,
-                name: shown,
-            }
-        }
-        StatusKind::Latch => Status::Latch {
-            count: read_number(&mut raw, key, &context).await?,
-            waiters: numsub(&mut raw, &latch_channel(key), &context).await?,
-            name: shown,
-        },
-    })
+    Ok(from_inspection(found))
 }
 
-/// Whether `status` can read NAME's keys itself: a one-server URL.
-pub fn reads_keys(target: &Target) -> bool {
-    ["redis://", "rediss://", "redis+unix://", "unix://"].iter().any(|s| target.url.starts_with(s))
+fn object_kind(kind: StatusKind) -> ObjectKind {
+    match kind {
+        StatusKind::Lock => ObjectKind::Lock,
+        StatusKind::Fair => ObjectKind::FairLock,
+        StatusKind::ReadWrite => ObjectKind::ReadWriteLock,
+        StatusKind::Semaphore => ObjectKind::Semaphore,
+        StatusKind::PermitSemaphore => ObjectKind::PermitExpirableSemaphore,
+        StatusKind::Latch => ObjectKind::CountDownLatch,
+    }
 }
 
-/// A connection of its own for the probe, on one-server URLs; `None` behind
-/// Sentinel or on a Cluster. Core has already connected with the same URL, so a
-/// failure here is rare; it is reported like core's.
+fn from_inspection(found: Inspection) -> Status {
+    let Inspection { name, kind, lock, mode, queue, waiters, permits, permits_out, count, .. } = found;
+    let (free, count) = (permits.unwrap_or(0), count.unwrap_or(0));
+    match (kind, lock) {
+        (ObjectKind::FairLock, Some(lock)) => Status::Fair(lock, queue),
+        (ObjectKind::ReadWriteLock, Some(lock)) => Status::ReadWrite { lock, mode, waiters },
+        (_, Some(lock)) => Status::Lock(lock),
+        (ObjectKind::PermitExpirableSemaphore, None) => Status::PermitSemaphore { name, free, out: permits_out, waiters },
+        (ObjectKind::CountDownLatch, None) => Status::Latch { name, count, waiters },
+        (ObjectKind::SemaphoreOrLatch, None) => Status::SemaphoreOrLatch { name, value: free },
+        (_, None) => Status::Semaphore { name, free, waiters },
+    }
+}
+
 fn check_several(n: usize, locked: usize, free: usize) -> Option<i32> {
     let majority = n / 2 + 1;
     if locked >= majority {

@@ -2,28 +2,6 @@
 
 use super::*;
 
-pub fn kind_option(kind: StatusKind) -> &'static str {
-    match kind {
-        StatusKind::Lock => "lock",
-        StatusKind::Fair => "fair",
-        StatusKind::ReadWrite => "read-write",
-        StatusKind::Semaphore => "semaphore",
-        StatusKind::PermitSemaphore => "permit-semaphore",
-        StatusKind::Latch => "latch",
-    }
-}
-
-pub(super) fn kind_name(kind: StatusKind) -> &'static str {
-    match kind {
-        StatusKind::Lock => "lock",
-        StatusKind::Fair => "fair lock",
-        StatusKind::ReadWrite => "read-write lock",
-        StatusKind::Semaphore => "semaphore",
-        StatusKind::PermitSemaphore => "permit-expirable semaphore",
-        StatusKind::Latch => "count-down latch",
-    }
-}
-
 pub(super) fn kind_text(status: &Status) -> &'static str {
     match status {
         Status::Lock(_) => "a lock",
@@ -59,7 +37,7 @@ pub(super) fn status_json(status: &Status) -> serde_json::Value {
             "name": name,
             "kind": "permit_expirable_semaphore",
             "free": free,
-            "out": out.iter().map(|p| json!({"id": p.id, "lease_left_ms": p.left_ms})).collect::<Vec<_>>(),
+            "out": out.iter().map(|p| json!({"id": p.id, "lease_left_ms": p.lease_left_ms})).collect::<Vec<_>>(),
             "waiters": waiters,
         }),
         Status::Latch { name, count, waiters } => {
@@ -105,7 +83,7 @@ pub(super) fn status_text(status: &Status) -> String {
                 ("out", format!("{} permits", out.len())),
             ];
             for permit in out {
-                let lease = match permit.left_ms {
+                let lease = match permit.lease_left_ms {
                     None => "no lease".to_string(),
                     Some(ms) if ms < 0 => "expired (back at the next acquire)".to_string(),
                     Some(ms) => format!("lease {:.1} s left", ms as f64 / 1000.0),
