@@ -7,6 +7,7 @@
 //! ferrolock [CONNECTION] status NAME [--json] [--check] [--kind KIND]
 //! ferrolock [CONNECTION] latch NAME (--count N | --count-down | --wait [--timeout SECS])
 //! ferrolock [CONNECTION] unlock --force NAME
+//! ferrolock [CONNECTION] top [PREFIX] [--once | --json]
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
 //! CONNECTION: [--url URL]... [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS] [--app-name NAME]
@@ -70,6 +71,7 @@ mod signals;
 mod spinner;
 mod status;
 mod target;
+mod top;
 mod unlock;
 
 use std::time::Duration;
@@ -115,6 +117,7 @@ fn main() {
         Command::Status(args) => args.url.urls.clone(),
         Command::Unlock(args) => args.url.urls.clone(),
         Command::Latch(args) => args.url.urls.clone(),
+        Command::Top(args) => args.url.urls.clone(),
         Command::Demo(args) => args.url.urls.clone(),
     });
     let code = match cli.command {
@@ -146,6 +149,11 @@ fn main() {
 }
 
 fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
+    let command = match command {
+        // A prefix, not a name; its own runtime and terminal.
+        Command::Top(args) => return top::main(targets, args),
+        command => command,
+    };
     if let Command::Unlock(UnlockArgs { force: false, .. }) = command {
         exit::say(unlock::WHY_FORCE);
         eprintln!("\nUsage: ferrolock unlock --force <NAME>");
@@ -156,7 +164,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
         Command::Status(args) => &args.name,
         Command::Unlock(args) => &args.name,
         Command::Latch(args) => &args.name,
-        Command::Demo(_) => unreachable!("the demo is dispatched in main"),
+        Command::Demo(_) | Command::Top(_) => unreachable!("dispatched before"),
     };
     // A bad name is a usage error, found before connecting (or waiting for a server).
     let what = match &command {
@@ -233,7 +241,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                 latch::run(&targets[0], &args.name, action, signals.expect("installed above")).await
             }
             Command::Unlock(args) => unlock::run(targets, &args.name).await,
-            Command::Demo(_) => unreachable!("the demo is dispatched in main"),
+            Command::Demo(_) | Command::Top(_) => unreachable!("dispatched before"),
         }
     })
 }

@@ -10,8 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use crate::exit;
 
 mod help;
+mod top;
 
 use help::{ABOUT, EXAMPLES, RUN_HELP};
+pub(crate) use top::TopArgs;
 
 #[derive(Parser)]
 #[command(name = "ferrolock", version, about = ABOUT, after_help = format!("{EXAMPLES}\n\n{}", exit::TABLE))]
@@ -62,6 +64,7 @@ pub(crate) enum Command {
     Status(StatusArgs),
     Unlock(UnlockArgs),
     Latch(LatchArgs),
+    Top(TopArgs),
     Demo(DemoArgs),
 }
 

@@ -16,7 +16,7 @@ use crate::target::{self, redact, Target};
 
 mod render;
 
-pub use render::describe_info;
+pub use render::{describe_info, info_json};
 use render::*;
 
 /// What NAME turned out to be, with what `status` shows of it.

@@ -130,7 +130,7 @@ pub(super) fn to_json(status: &LockStatus) -> serde_json::Value {
 
 /// A holder's info in `--json`: a JSON object stays one (a `ferrolock run` stores
 /// {host, pid, cmd, renewed}); any other text is a string.
-pub(super) fn info_json(info: Option<&str>) -> serde_json::Value {
+pub fn info_json(info: Option<&str>) -> serde_json::Value {
     match info.map(serde_json::from_str::<serde_json::Value>) {
         None => serde_json::Value::Null,
         Some(Ok(object @ serde_json::Value::Object(_))) => object,
