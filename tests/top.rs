@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferrolock::Client;
-use ferrolock_harness::{eventually, finish, target_binary, Cluster, RedisServer};
+use ferrolock_harness::{eventually, finish, target_binary, Cluster, RedisServer, SentinelSet};
 
 /// How soon the live view (refreshed every second) shows a change.
 const SHOWN_WITHIN: Duration = Duration::from_secs(2);
@@ -75,6 +75,31 @@ async fn once_and_json_show_holders_and_waiters_without_a_terminal() {
     assert_eq!(out.code, 2, "{out:?}");
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
+}
+
+/// Behind Sentinel the names are listed on the master the sentinels name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_behind_sentinel() {
+    let sentinels = SentinelSet::start().await;
+    let url = sentinels.url();
+    let client = connect(&url).await;
+    let lock = client.fenced_lock("ts:job").unwrap();
+    let _held = lock.acquire().await.unwrap();
+    lock.set_holder_info(Some("a plain note")).await.unwrap();
+    assert!(client.count_down_latch("ts:ready").unwrap().try_set_count(3).await.unwrap());
+    let out = top(&url, &["ts:", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let data: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let objects = data["objects"].as_array().unwrap();
+    assert_eq!(objects.len(), 2, "{data}");
+    assert_eq!((objects[0]["name"].as_str(), objects[0]["kind"].as_str()), (Some("ts:job"), Some("fenced_lock")), "{data}");
+    assert_eq!((objects[0]["holders"][0]["info"].as_str(), objects[0]["last_token"].as_u64()), (Some("a plain note"), Some(1)), "{data}");
+    assert_eq!((objects[1]["kind"].as_str(), objects[1]["state"].as_str()), (Some("semaphore_or_latch"), Some("value:3")), "{data}");
+    let out = top(&url, &["ts:", "--once"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(&row(&out.stdout, "ts:job").unwrap()[1..3], ["fenced_lock", "held"], "{out:?}");
+    assert!(out.stdout.contains("a plain note"), "{out:?}");
+    client.shutdown().await.unwrap();
 }
 
 /// A tmux server of its own running `ferrolock top` in a 250 x 40 pane; killed when dropped.
