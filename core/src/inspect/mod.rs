@@ -73,6 +73,7 @@ pub struct PermitOut {
 pub struct Inspection {
     /// The name (lossy UTF-8).
     pub name: String,
+    /// What the keys say it is (or what [`crate::Client::inspect_as`] was asked to read).
     pub kind: ObjectKind,
     /// Locks: holders with their counts and notes, lease left, subscribers of the
     /// release channel, last fencing token. `None` for semaphores and latches.
