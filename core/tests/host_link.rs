@@ -119,22 +119,18 @@ async fn calls_polled_on_the_host_thread_send_on_its_link_with_auth_and_db() {
     let server = RedisServer::start_with(&["--requirepass", "s3cret"]);
     let url = format!("redis://:s3cret@127.0.0.1:{}/2", server.port);
     let client = builder(&url, 30_000).connect().await.unwrap();
-    let runtime = tokio::runtime::Handle::current();
     let lock = client.lock("host:a").unwrap();
-    // The host (and its socket) outlives the call, as a host's connection does.
-    let (host, hold_count) = {
-        let (client, lock) = (client.clone(), lock.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut host = Host::open(&client, runtime);
-            // Until its handshake is answered, calls keep the client's connection.
-            host.handshake();
+    // The host (and its socket) outlives the call, as a host's connection does. Until
+    // its handshake is answered, calls keep the client's connection (HostThread::open).
+    let host = HostThread::open(&client);
+    let (port, hold_count) = {
+        let lock = lock.clone();
+        host.with(move |host| {
             let hold = host.run(lock.acquire_hold(AcquireOptions::default())).unwrap().unwrap();
-            (host, hold.hold_count())
+            (host.local_port(), hold.hold_count())
         })
         .await
-        .unwrap()
     };
-    let port = host.local_port();
     assert_eq!(hold_count, 1);
     let mut raw = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let seen = connection_from(&mut raw, port).await;
@@ -146,20 +142,15 @@ async fn calls_polled_on_the_host_thread_send_on_its_link_with_auth_and_db() {
     assert_eq!(count, Some(1));
     // A server that forgot the scripts answers NOSCRIPT on the link: loaded there, sent again.
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
-    let (host, released) = {
+    let released = {
         let lock = lock.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut host = host;
-            let released = host.run(lock.release()).unwrap();
-            (host, released)
-        })
-        .await
-        .unwrap()
+        host.with(move |host| host.run(lock.release()).unwrap()).await
     };
     assert_eq!(released, Released::Unlocked);
     assert!(connection_from(&mut raw, port).await.contains(" cmd=evalsha "), "the release went over the link too");
     assert_eq!(redis::cmd("EXISTS").arg("host:a").query_async::<i64>(&mut raw).await.unwrap(), 0);
-    host.link.close("test over");
+    assert!(!others_commands(&mut raw, &client, port).await.iter().any(|c| c == "evalsha"), "nor on another connection");
+    host.with(|host| host.link.close("test over")).await;
     client.shutdown().await.unwrap();
 }
 
@@ -168,19 +159,58 @@ async fn latch_count(raw: &mut redis::aio::MultiplexedConnection) -> usize {
     keys.len()
 }
 
-/// `cycles` acquire+release cycles of `lock` polled on `host`'s thread.
-async fn cycles_on(host: Host, lock: &ferrolock::Lock, cycles: usize) -> Host {
+/// A host on a thread of its own, as an event loop is: a link serves only calls polled
+/// on the thread that opened it, and `spawn_blocking` may run each closure on another
+/// pooled thread (whose calls then quietly keep the client's connection).
+struct HostThread {
+    jobs: Option<std::sync::mpsc::Sender<Box<dyn FnOnce(&mut Host) + Send>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HostThread {
+    /// Opens `client`'s host link on a new thread and answers its handshake.
+    fn open(client: &Client) -> HostThread {
+        let (client, runtime) = (client.clone(), tokio::runtime::Handle::current());
+        let (jobs, queued) = std::sync::mpsc::channel::<Box<dyn FnOnce(&mut Host) + Send>>();
+        let thread = std::thread::spawn(move || {
+            let mut host = Host::open(&client, runtime);
+            host.handshake();
+            for job in queued {
+                job(&mut host);
+            }
+        });
+        HostThread { jobs: Some(jobs), thread: Some(thread) }
+    }
+
+    /// Runs `job` on the host's thread; waits for it without blocking the runtime.
+    async fn with<T: Send + 'static>(&self, job: impl FnOnce(&mut Host) -> T + Send + 'static) -> T {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job = Box::new(move |host: &mut Host| {
+            let _ = done.send(job(host));
+        });
+        self.jobs.as_ref().unwrap().send(job).expect("the host thread is gone");
+        result.await.expect("the host thread panicked (its message is above)")
+    }
+}
+
+impl Drop for HostThread {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A job of `cycles` acquire+release cycles of `lock`, for [`HostThread::with`].
+fn cycles(lock: &ferrolock::Lock, cycles: usize) -> impl FnOnce(&mut Host) + Send + 'static {
     let lock = lock.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut host = host;
+    move |host: &mut Host| {
         for _ in 0..cycles {
             host.run(lock.acquire_hold(AcquireOptions::default())).unwrap().unwrap();
             assert_eq!(host.run(lock.release()).unwrap(), Released::Unlocked);
         }
-        host
-    })
-    .await
-    .unwrap()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,33 +219,22 @@ async fn releases_polled_on_the_host_delete_their_latches_on_its_link_in_batches
     let client = client(&server.url(), 30_000).await;
     let lock = client.lock("host:latches").unwrap();
     let mut raw = server.raw().await;
-    let host = {
-        let (client, runtime) = (client.clone(), tokio::runtime::Handle::current());
-        tokio::task::spawn_blocking(move || {
-            let mut host = Host::open(&client, runtime);
-            host.handshake();
-            host
-        })
-        .await
-        .unwrap()
-    };
+    let host = HostThread::open(&client);
     // 40 releases: the first 32 latches go in one UNLINK on the link (answered before
     // the later calls' replies), 8 stay gathered until the host's next check.
-    let host = cycles_on(host, &lock, 40).await;
+    host.with(cycles(&lock, 40)).await;
     assert_eq!(latch_count(&mut raw).await, 8, "one UNLINK of 32 went over the link, the rest is gathered");
-    let port = host.local_port();
-    let host = tokio::task::spawn_blocking(move || {
-        let mut host = host;
-        assert!(!host.link.expire_overdue(), "nothing is overdue");
-        host.settle();
-        host
-    })
-    .await
-    .unwrap();
+    let port = host
+        .with(|host| {
+            assert!(!host.link.expire_overdue(), "nothing is overdue");
+            host.settle();
+            host.local_port()
+        })
+        .await;
     assert_eq!(latch_count(&mut raw).await, 0, "the host's check sent the rest");
     assert!(connection_from(&mut raw, port).await.contains(" cmd=unlink "), "on the host's socket");
     // Latches still gathered when the client shuts down are deleted by its sweeper.
-    let host = cycles_on(host, &lock, 3).await;
+    host.with(cycles(&lock, 3)).await;
     assert_eq!(latch_count(&mut raw).await, 3);
     client.shutdown().await.unwrap();
     assert_eq!(latch_count(&mut raw).await, 0, "the client's sweeper deleted what the link had gathered");
