@@ -213,6 +213,38 @@ twin_methods! {
                     }
                 }
             }
+
+            /// What `name` is, told from its keys, and what is going on there, as the
+            /// plain tuple `ferrolock.Inspection` is made from: `(name, kind, holders
+            /// [(owner, count, info)], lease left in seconds or None (inf: no expiry),
+            /// waiters, queue, mode, permits, permits out [(id, lease left in seconds or
+            /// None)], count, last token)`. `kind` reads it as that kind ("lock",
+            /// "fair_lock", "read_write_lock", "semaphore", "permit_expirable_semaphore",
+            /// "count_down_latch").
+            #[pyo3(signature = (name, kind=None))]
+            fn inspect | inspect_async (&self, name: String, kind: Option<String>) -> Inspected {
+                let client = Python::attach(|py| self.shared.client(py))?;
+                let kind = kind.as_deref().map(object_kind).transpose()?;
+                async move {
+                    let found = match kind {
+                        Some(kind) => client.inspect_as(&name, kind).await?,
+                        None => client.inspect(&name).await?,
+                    };
+                    Ok(inspected(found))
+                }
+            }
+
+            /// The names of every lock-family object whose name starts with `prefix`
+            /// (all without one), sorted; one SCAN pass over the server, Sentinel's
+            /// master or every master of a cluster.
+            #[pyo3(signature = (prefix=None))]
+            fn scan | scan_async (&self, prefix: Option<String>) -> Vec<String> {
+                let client = Python::attach(|py| self.shared.client(py))?;
+                async move {
+                    let names = client.scan(prefix.unwrap_or_default().as_bytes()).await?;
+                    Ok(names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>())
+                }
+            }
         }
 
         /// This client's id (a UUID v4): the first half of every owner field it
@@ -312,4 +344,38 @@ twin_methods! {
             format!("<ferrolock._native.Client id={}>", self.id_now())
         }
     }
+}
+
+/// `Client.inspect()` as Python gets it (see there).
+type Inspected = (
+    String,
+    &'static str,
+    Vec<(String, u64, Option<String>)>,
+    Option<f64>,
+    u64,
+    Vec<String>,
+    Option<String>,
+    Option<i64>,
+    Vec<(String, Option<f64>)>,
+    Option<i64>,
+    Option<u64>,
+);
+
+fn inspected(found: ferrolock::Inspection) -> Inspected {
+    let lease = found.lease_left().map(|d| if d == std::time::Duration::MAX { f64::INFINITY } else { d.as_secs_f64() });
+    let holders = found.holders().iter().map(|h| (h.owner.clone(), h.count, h.info.clone())).collect();
+    let last_token = found.last_token();
+    let out = found.permits_out.into_iter().map(|p| (p.id, p.lease_left_ms.map(|ms| ms as f64 / 1000.0))).collect();
+    (found.name, found.kind.as_str(), holders, lease, found.waiters, found.queue, found.mode, found.permits, out, found.count, last_token)
+}
+
+fn object_kind(kind: &str) -> PyResult<ferrolock::ObjectKind> {
+    use ferrolock::ObjectKind as K;
+    let all = [K::Lock, K::FencedLock, K::FairLock, K::ReadWriteLock, K::Semaphore, K::PermitExpirableSemaphore, K::CountDownLatch];
+    let found = all.into_iter().find(|k| k.as_str() == kind).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|k| k.as_str()).collect();
+        let message = format!("unknown kind {kind:?}: expected one of {}", names.join(", "));
+        ferrolock::Error::new(ferrolock::ErrorKind::InvalidArgument, message)
+    });
+    found.py()
 }

@@ -87,13 +87,14 @@ from ._client import Synchronized
 from ._family import CountDownLatch, Permit, PermitExpirableSemaphore, ReadWriteLock, Semaphore
 from ._lock import Lock, LostEvent, OnLost
 from ._multi import MultiLock, RedLock
-from ._status import Histogram, HolderEntry, LockStatus, Metrics
+from ._status import Histogram, HolderEntry, Inspection, LockStatus, Metrics, PermitOut
 
 __all__ = [
     "Client",
     "CountDownLatch",
     "Histogram",
     "HolderEntry",
+    "Inspection",
     "Lock",
     "LockStatus",
     "LostEvent",
@@ -102,6 +103,7 @@ __all__ = [
     "OnLost",
     "Permit",
     "PermitExpirableSemaphore",
+    "PermitOut",
     "ReadWriteLock",
     "RedLock",
     "Semaphore",

@@ -14,7 +14,7 @@ from ._holds import _HeldLocks, logger
 from ._family import CountDownLatch, PermitExpirableSemaphore, ReadWriteLock, Semaphore, _ThreadIds
 from ._lock import Lock, OnLost
 from ._scope import _Scoped
-from ._status import Metrics
+from ._status import Inspection, Metrics
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -198,6 +198,22 @@ class Client(_ClientBase, _Scoped):
         app_name: str | None = None,
     ) -> None:
         super().__init__(_native.Client.connect(**_connect_options(locals())))
+
+    def inspect(self, name: str, kind: str | None = None) -> Inspection:
+        """What ``name`` is, told from its keys (a lock, fenced, fair or read-write
+        lock, a semaphore, a permit-expirable semaphore or a count-down latch), and
+        what is going on there: holders with their notes, lease left, waiters,
+        permits or count, last fencing token (:class:`ferrolock.Inspection`). Reads
+        only; works on every topology. ``kind`` reads it as that kind (see
+        :attr:`Inspection.kind`). WrongTypeError if the key holds something else."""
+        return Inspection._from_native(self._native.inspect(name, kind))
+
+    def scan(self, prefix: str = "") -> list[str]:
+        """The names of every lock-family object whose name starts with ``prefix``
+        (all of them without one), sorted: one SCAN pass over the server, Sentinel's
+        master or every master of a cluster. A key holding a number counts (a
+        semaphore or latch, or any counter)."""
+        return self._native.scan(prefix)
 
     def lock(self, name: str, on_lost: OnLost | None = None, *, holder_id: int | None = None) -> Lock:
         """A re-entrant lock on ``name`` (1 to 4096 bytes).

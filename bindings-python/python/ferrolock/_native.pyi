@@ -71,6 +71,25 @@ class Client:
     def held_count(self) -> int: ...
     def metrics(self) -> dict[str, Any]: ...
     def metrics_text(self) -> str: ...
+    def inspect(self, name: str, kind: str | None = None) -> _Inspected: ...
+    def inspect_async(self, name: str, kind: str | None = None) -> asyncio.Future[_Inspected]: ...
+    def scan(self, prefix: str | None = None) -> list[str]: ...
+    def scan_async(self, prefix: str | None = None) -> asyncio.Future[list[str]]: ...
+
+# (name, kind, holders, lease left, waiters, queue, mode, permits, permits out, count, last token)
+_Inspected = tuple[
+    str,
+    str,
+    list[tuple[str, int, str | None]],
+    float | None,
+    int,
+    list[str],
+    str | None,
+    int | None,
+    list[tuple[str, float | None]],
+    int | None,
+    int | None,
+]
 
 @final
 class Holder:

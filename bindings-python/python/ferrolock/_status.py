@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HolderEntry", "LockStatus", "Histogram", "Metrics"]
+__all__ = ["HolderEntry", "LockStatus", "Inspection", "PermitOut", "Histogram", "Metrics"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,71 @@ class LockStatus:
             holders=tuple(HolderEntry(owner, count, info) for owner, count, info in holders),
             remaining_lease=remaining,
             subscribers=subscribers,
+            last_token=last_token,
+        )
+
+
+@dataclass(frozen=True)
+class PermitOut:
+    """A permit of a permit-expirable semaphore that is out."""
+
+    id: str
+    """Its id (32 hex digits)."""
+    lease_left: float | None
+    """Seconds left on its lease by this machine's clock (negative: expired, back
+    at the next acquire); None: no lease."""
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What a name is, told from its keys, and what is going on there
+    (``client.inspect(name)``), what ``ferrolock status`` and ``ferrolock top`` show."""
+
+    name: str
+    """The name."""
+    kind: str
+    """``"lock"``, ``"fenced_lock"``, ``"fair_lock"``, ``"read_write_lock"``,
+    ``"semaphore"``, ``"permit_expirable_semaphore"``, ``"count_down_latch"``, or
+    ``"semaphore_or_latch"`` (a number nothing waits on: nothing tells which)."""
+    holders: tuple[HolderEntry, ...]
+    """A lock's holders with their notes (``set_holder_info``); empty when free or not a lock."""
+    lease_left: float | None
+    """Seconds left on a held lock's lease; None when free or not a lock, ``inf`` without expiry."""
+    waiters: int
+    """Clients waiting: a fair lock's queue length; otherwise the clients subscribed
+    to its channel (one per client with waiters)."""
+    queue: tuple[str, ...]
+    """A fair lock's waiting owner fields, first first."""
+    mode: str | None
+    """A read-write lock's side that holds it (``"read"`` or ``"write"``); None when free."""
+    permits: int | None
+    """A semaphore's free permits (also set for ``semaphore_or_latch``)."""
+    permits_out: tuple[PermitOut, ...]
+    """A permit-expirable semaphore's permits that are out."""
+    count: int | None
+    """A count-down latch's count (also set for ``semaphore_or_latch``)."""
+    last_token: int | None
+    """The last fencing token handed out for this name, if any."""
+
+    @property
+    def locked(self) -> bool:
+        """True when a lock has holders."""
+        return bool(self.holders)
+
+    @classmethod
+    def _from_native(cls, raw: tuple[Any, ...]) -> Inspection:
+        name, kind, holders, lease, waiters, queue, mode, permits, out, count, last_token = raw
+        return cls(
+            name=name,
+            kind=kind,
+            holders=tuple(HolderEntry(owner, n, info) for owner, n, info in holders),
+            lease_left=lease,
+            waiters=waiters,
+            queue=tuple(queue),
+            mode=mode,
+            permits=permits,
+            permits_out=tuple(PermitOut(i, left) for i, left in out),
+            count=count,
             last_token=last_token,
         )
 
