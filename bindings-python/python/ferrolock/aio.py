@@ -65,7 +65,7 @@ from ._family import (
 from ._lock import LostEvent, OnLostCallback, _Holdable, _LockBase, _Slot, _wait_seconds
 from ._multi import _MultiLockBase, _urls
 from ._scope import _AsyncScoped
-from ._status import LockStatus
+from ._status import Inspection, LockStatus
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -205,6 +205,14 @@ class Client(_ClientBase, _AsyncScoped):
             return wrapped
 
         return decorate
+
+    async def inspect(self, name: str, kind: str | None = None) -> Inspection:
+        """:meth:`ferrolock.Client.inspect`, awaited."""
+        return Inspection._from_native(await self._native.inspect_async(name, kind))
+
+    async def scan(self, prefix: str = "") -> list[str]:
+        """:meth:`ferrolock.Client.scan`, awaited."""
+        return await self._native.scan_async(prefix)
 
     async def close(self) -> None:
         """Releases every lock this client still holds (including holds left by
