@@ -260,6 +260,50 @@ export interface LockStatus {
   lastToken: bigint | null;
 }
 
+/** A kind `client.inspect()` can be asked to read a name as. */
+export type InspectKind =
+  | 'lock'
+  | 'fenced_lock'
+  | 'fair_lock'
+  | 'read_write_lock'
+  | 'semaphore'
+  | 'permit_expirable_semaphore'
+  | 'count_down_latch';
+
+/** A permit of a permit-expirable semaphore that is out. */
+export interface PermitOut {
+  /** Its id (32 hex digits). */
+  id: string;
+  /** Ms left on its lease by this machine's clock (negative: expired); null: no lease. */
+  leaseLeftMs: number | null;
+}
+
+/** What a name is and what is going on there (`client.inspect()`). */
+export interface Inspection {
+  /** The name asked about. */
+  name: string;
+  /** What its keys say it is; `'semaphore_or_latch'`: a number nothing waits on. */
+  kind: InspectKind | 'semaphore_or_latch';
+  /** A lock's holders with their notes (`setHolderInfo`); empty when free or not a lock. */
+  holders: HolderStatus[];
+  /** Ms left on a held lock's lease; null when free or not a lock, Infinity without expiry. */
+  leaseLeftMs: number | null;
+  /** Clients waiting: a fair lock's queue length, else the clients subscribed to its channel. */
+  waiters: number;
+  /** A fair lock's waiting owner fields, first first. */
+  queue: string[];
+  /** A read-write lock's side that holds it (`'read'` or `'write'`), else null. */
+  mode: string | null;
+  /** A semaphore's free permits (also for `'semaphore_or_latch'`), else null. */
+  permits: number | null;
+  /** A permit-expirable semaphore's permits that are out. */
+  permitsOut: PermitOut[];
+  /** A count-down latch's count (also for `'semaphore_or_latch'`), else null. */
+  count: number | null;
+  /** The last fencing token handed out for this name, else null. */
+  lastToken: bigint | null;
+}
+
 /** One acquisition, as returned by `lock.acquire()`. Disposable with `await using`. */
 export class Hold {
   private constructor();
@@ -599,6 +643,17 @@ export class Client {
   metrics(): Metrics;
   /** `metrics()` in Prometheus' text exposition format (names `ferrolock_*`, label `client`). */
   metricsText(): string;
+  /**
+   * What `name` is, told from its keys, and what is going on there: holders with their
+   * notes, lease left, waiters, permits or count, last fencing token. `kind` reads it as
+   * that kind. WrongTypeError if the key holds something else.
+   */
+  inspect(name: string | Uint8Array, kind?: InspectKind | null): Promise<Inspection>;
+  /**
+   * The names of every lock-family object whose name starts with `prefix` (all without
+   * one), sorted: one SCAN pass over the server, Sentinel's master or every master of a cluster.
+   */
+  scan(prefix?: string | Uint8Array): Promise<string[]>;
   /**
    * Releases what it holds, stops its waits (they reject with `ClientClosedError`),
    * closes its connections. The way to end holds nobody references any more. Every

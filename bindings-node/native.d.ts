@@ -72,6 +72,10 @@ export declare class NativeClient {
   metrics(): Metrics
   /** The metrics in Prometheus' text exposition format, as core renders them. */
   metricsText(): string
+  /** What `name` is, told from its keys, and what is going on there (see lib/client.js). */
+  inspect(name: string | Buffer, kind?: string | undefined | null): Promise<Inspection>
+  /** The names of every lock-family object under `prefix` (see lib/client.js). */
+  scan(prefix?: string | Buffer | undefined | null): Promise<Array<string>>
 }
 
 /** Redisson's `RCountDownLatch`. */
@@ -248,6 +252,21 @@ export interface HostAddress {
   handshake: Buffer
 }
 
+/** What `inspect()` resolves with (lib/client.js makes absent fields null). */
+export interface Inspection {
+  name: string
+  kind: string
+  holders: Array<HolderStatus>
+  leaseLeftMs?: number
+  waiters: number
+  queue: Array<string>
+  mode?: string
+  permits?: number
+  permitsOut: Array<PermitOut>
+  count?: number
+  lastToken?: bigint
+}
+
 /** The lock as the server sees it at one moment. */
 export interface LockStatus {
   name: string
@@ -301,6 +320,13 @@ export declare function multiLock(members: Array<NativeLock>, quorum: string): N
 
 /** A cancel handle for one acquire call. Pass it to `acquire`; `cancel(id)` stops that wait. */
 export declare function newCancel(): number
+
+/** A permit out, as `inspect()` reports it. */
+export interface PermitOut {
+  id: string
+  /** Ms left on its lease (negative: expired); absent: no lease. */
+  leaseLeftMs?: number
+}
 
 /**
  * Sends core's log events at `filter` (env-filter syntax, e.g. "info" or

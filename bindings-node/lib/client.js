@@ -196,6 +196,40 @@ class Client {
     return callSync(() => this.#native.metrics());
   }
 
+  /**
+   * What `name` is, told from its keys (a lock, fenced, fair or read-write lock, a semaphore,
+   * a permit-expirable semaphore or a count-down latch), and what is going on there:
+   * `{ name, kind, holders: [{ owner, count, info }], leaseLeftMs, waiters, queue, mode,
+   * permits, permitsOut: [{ id, leaseLeftMs }], count, lastToken }` (`null` for what is not
+   * there). `kind` reads it as that kind. WrongTypeError if the key holds something else.
+   */
+  async inspect(name, kind) {
+    if (kind != null && typeof kind !== 'string') throw new ArgumentTypeError(`kind must be a string, not ${typeOf(kind)}`);
+    const s = await call(() => this.#native.inspect(rawName(name, 'the'), kind ?? null));
+    return {
+      name: s.name,
+      kind: s.kind,
+      holders: s.holders.map((h) => ({ owner: h.owner, count: h.count, info: h.info ?? null })),
+      leaseLeftMs: s.leaseLeftMs ?? null,
+      waiters: s.waiters,
+      queue: s.queue,
+      mode: s.mode ?? null,
+      permits: s.permits ?? null,
+      permitsOut: s.permitsOut.map((p) => ({ id: p.id, leaseLeftMs: p.leaseLeftMs ?? null })),
+      count: s.count ?? null,
+      lastToken: s.lastToken ?? null,
+    };
+  }
+
+  /**
+   * The names of every lock-family object whose name starts with `prefix` (all of them
+   * without one), sorted: one SCAN pass over the server, Sentinel's master or every master
+   * of a cluster.
+   */
+  async scan(prefix = '') {
+    return call(() => this.#native.scan(rawName(prefix, 'the prefix')));
+  }
+
   /** `metrics()` in Prometheus' text exposition format (names `ferrolock_*`, label `client`). */
   metricsText() {
     return callSync(() => this.#native.metricsText());

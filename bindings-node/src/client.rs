@@ -459,4 +459,93 @@ impl NativeClient {
     pub fn metrics_text(&self) -> Result<String> {
         caught(|| Ok(self.client.metrics().to_prometheus()))
     }
+
+    /// What `name` is, told from its keys, and what is going on there (see lib/client.js).
+    #[napi]
+    pub fn inspect<'env>(&self, env: &'env Env, name: Either<String, Buffer>, kind: Option<String>) -> napi::Result<PromiseRaw<'env, Inspection>> {
+        let client = self.client.clone();
+        let name = bytes(&name).to_vec();
+        let checked = caught(|| {
+            self.open()?;
+            kind.as_deref().map(object_kind).transpose()
+        });
+        promise(env, async move {
+            let found = match checked? {
+                Some(kind) => client.inspect_as(&name, kind).await.js()?,
+                None => client.inspect(&name).await.js()?,
+            };
+            Ok(Inspection::from(found))
+        })
+    }
+
+    /// The names of every lock-family object under `prefix` (see lib/client.js).
+    #[napi]
+    pub fn scan<'env>(&self, env: &'env Env, prefix: Option<Either<String, Buffer>>) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+        let client = self.client.clone();
+        let prefix = prefix.as_ref().map(|p| bytes(p).to_vec()).unwrap_or_default();
+        let open = caught(|| self.open());
+        promise(env, async move {
+            open?;
+            let names = client.scan(&prefix).await.js()?;
+            Ok(names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect())
+        })
+    }
+}
+
+/// A permit out, as `inspect()` reports it.
+#[napi(object)]
+pub struct PermitOut {
+    pub id: String,
+    /// Ms left on its lease (negative: expired); absent: no lease.
+    pub lease_left_ms: Option<f64>,
+}
+
+/// What `inspect()` resolves with (lib/client.js makes absent fields null).
+#[napi(object)]
+pub struct Inspection {
+    pub name: String,
+    pub kind: String,
+    pub holders: Vec<crate::lock::HolderStatus>,
+    pub lease_left_ms: Option<f64>,
+    pub waiters: f64,
+    pub queue: Vec<String>,
+    pub mode: Option<String>,
+    pub permits: Option<f64>,
+    pub permits_out: Vec<PermitOut>,
+    pub count: Option<f64>,
+    pub last_token: Option<napi::bindgen_prelude::BigInt>,
+}
+
+impl From<ferrolock::Inspection> for Inspection {
+    fn from(found: ferrolock::Inspection) -> Inspection {
+        let holders = found
+            .holders()
+            .iter()
+            .map(|h| crate::lock::HolderStatus { owner: h.owner.clone(), count: h.count as f64, info: h.info.clone() })
+            .collect();
+        let lease_left_ms = found.lease_left().map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_millis() as f64 });
+        let last_token = found.last_token().map(napi::bindgen_prelude::BigInt::from);
+        Inspection {
+            kind: found.kind.as_str().to_string(),
+            holders,
+            lease_left_ms,
+            waiters: found.waiters as f64,
+            queue: found.queue,
+            mode: found.mode,
+            permits: found.permits.map(|p| p as f64),
+            permits_out: found.permits_out.into_iter().map(|p| PermitOut { id: p.id, lease_left_ms: p.lease_left_ms.map(|ms| ms as f64) }).collect(),
+            count: found.count.map(|c| c as f64),
+            last_token,
+            name: found.name,
+        }
+    }
+}
+
+fn object_kind(kind: &str) -> Result<ferrolock::ObjectKind> {
+    use ferrolock::ObjectKind as K;
+    let all = [K::Lock, K::FencedLock, K::FairLock, K::ReadWriteLock, K::Semaphore, K::PermitExpirableSemaphore, K::CountDownLatch];
+    all.into_iter().find(|k| k.as_str() == kind).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|k| k.as_str()).collect();
+        invalid(format!("unknown kind {kind:?}: expected one of {}", names.join(", "))).into()
+    })
 }
