@@ -19,8 +19,8 @@ does. One line each:
 
 KIND is lock, fenced_lock, fair_lock, read_write_lock, semaphore,
 permit_expirable_semaphore, count_down_latch or semaphore_or_latch; STATE is held or
-free (read or write for a read-write lock, the free permits of a semaphore, the
-count of a latch); HELD is how long top has seen the current holders (a permit's
+free (read or write for a read-write lock), free:N for a semaphore's free permits,
+count:N or open for a latch, value:N for a number nothing tells; HELD is how long top has seen the current holders (a permit's
 holders are its ids); LEASE the time left on the lease (never: no expiry); WAITERS
 the clients waiting (a fair lock's queue, else the clients subscribed to its
 channel); WAITING how long top has seen waiters there; TOKEN the last fencing token;
