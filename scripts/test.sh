@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_redis_server
-ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm
+ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm tmux:tmux
 
 echo "== core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
@@ -30,7 +30,7 @@ bash bindings-node/test.sh
 echo "== cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
-cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top
 cargo test -p ferrolock-cli
 
 echo "== documentation: the site builds (every public name documented, no broken link) and its examples run"
