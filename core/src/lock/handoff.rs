@@ -23,7 +23,7 @@ use std::time::Instant;
 use tokio::sync::OwnedMutexGuard;
 
 use super::holder::{Holder, Level, PendingHold};
-use super::reentrant::{self, ReleaseReply};
+use super::release::{release_revived, ReleaseReply};
 use crate::error::Result;
 use crate::hold::state::Acquired;
 use crate::waiting::hub::{Claimed, Successor};
@@ -158,6 +158,11 @@ impl Handoff {
         &self.candidate.holder
     }
 
+    /// Who the release script hands the lock to, and with which lease (release.rs).
+    pub fn target(&self) -> (&Holder, u64) {
+        (&self.candidate.holder, self.lease_ms)
+    }
+
     /// Applies the release script's outcome to the successor: its reply, or the
     /// error of a script that did not run (or whose outcome could not be learned
     /// before the successor's hold would have ended).
@@ -174,7 +179,7 @@ impl Handoff {
                 if successor.cell.deadline_of(generation).is_none() {
                     // Settled late (unanswered.rs): the hold was reported lost meanwhile,
                     // so the field it was handed is nobody's. (Its operation lock is ours.)
-                    if let Err(e) = reentrant::release_revived(&successor, generation).await {
+                    if let Err(e) = release_revived(&successor, generation).await {
                         tracing::debug!(lock = %successor.names.display, error = %e, "could not delete a lost successor's field; it expires with its lease");
                     }
                 }

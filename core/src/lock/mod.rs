@@ -1,18 +1,21 @@
 //! Locks: every primitive with an owner behind one handle, [`Lock`], the kind
 //! being data ([`LockKind`]). The handle is thin: a holder (holder.rs) with its
-//! hold state, the kind's protocol (reentrant.rs: Redisson's RLock and RFencedLock),
-//! the same-client hand-off (handoff.rs), calls Redis never answered in time
-//! (unanswered.rs), and the shared waiting engine
-//! (crate::waiting), to which `acquire` hands a [`LockAcquire`]; or a multi-lock
-//! over several such handles (multi.rs: MultiLock and Redlock).
+//! hold state and its calls (ops.rs), the kind's protocol (reentrant.rs and
+//! release.rs: Redisson's RLock and RFencedLock), the same-client hand-off
+//! (handoff.rs), calls Redis never answered in time (unanswered.rs), and the
+//! shared waiting engine (crate::waiting), to which `acquire` hands a
+//! [`LockAcquire`]; or a multi-lock over several such handles (multi.rs: MultiLock
+//! and Redlock).
 
 mod guard;
 mod handoff;
 pub(crate) mod holder;
 mod lease;
 mod multi;
+mod ops;
 mod options;
 mod reentrant;
+mod release;
 mod rw;
 pub(crate) mod status;
 mod unanswered;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::handoff::Handoff;
 use super::holder::Holder;
-use super::reentrant::{release_script, Levels, ReleaseReply};
+use super::release::{release_script, Levels, ReleaseReply};
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
 use crate::hold::Released;
@@ -111,7 +111,7 @@ pub(crate) async fn settle(h: Arc<Holder>, guard: OpGuard, call: Unanswered) {
                     // Levels nobody accounts for: an acquire that ran, or a release that did not.
                     let lease = if expected == 0 { 0 } else { h.cell.state.lock().unwrap().lease_ms };
                     let latch = h.names.latch(h.ctx.next_request());
-                    match release_script(&h, conn, latch, lease, Levels::Some(extra as u32), handoff.as_ref()).await {
+                    match release_script(&h, conn, latch, lease, Levels::Some(extra as u32), handoff.as_ref().map(Handoff::target)).await {
                         Ok(Some(reply)) => {
                             tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "released levels of a call Redis had not answered");
                             reply

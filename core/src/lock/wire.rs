@@ -1,13 +1,12 @@
 //! What differs between lock kinds on the wire: the script each call runs, with
-//! which keys and arguments, and where waiters listen. Everything else of the
-//! protocol (replies, lost replies, hand-off, renewal rounds) is shared
-//! (reentrant.rs). Every acquire script answers `{1, count, token}` or `{0, pttl}` (the
+//! which keys and arguments (where waiters listen: holder.rs). Everything else of
+//! the protocol (replies, lost replies, hand-off, renewal rounds) is shared
+//! (reentrant.rs, release.rs). Every acquire script answers `{1, count, token}` or `{0, pttl}` (the
 //! RLock acquire: a bare count when it has no token, the cheapest reply for the server);
 //! every release script answers nil (not the owner), 0 (still held) or 1 (released).
 
 use redis::{FromRedisValue, Pipeline, RedisResult, Script};
 
-use super::handoff::Handoff;
 use super::holder::Holder;
 use super::LockKind;
 use crate::scripts;
@@ -93,12 +92,12 @@ pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
 }
 
 /// The release of `levels` ("all" or a number), idempotent through `latch`; for the
-/// kinds that hand off, maybe straight to a waiter of this client.
-pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, handoff: Option<&Handoff>) -> Call {
+/// kinds that hand off, maybe straight to a waiter of this client (`successor`, with
+/// the lease its hold gets; handoff.rs).
+pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, successor: Option<(&Holder, u64)>) -> Call {
     let n = &h.names;
     let ctx = &h.ctx;
-    let handoff = handoff.filter(|_| h.kind.hands_off());
-    let successor = handoff.map(|handoff| (handoff.successor(), handoff.lease_ms));
+    let successor = successor.filter(|_| h.kind.hands_off());
     let fenced_successor = successor.as_ref().is_some_and(|(s, _)| s.is_fenced());
     let mut call = match h.kind {
         LockKind::Reentrant | LockKind::Fenced => {
@@ -167,22 +166,5 @@ pub(crate) fn renew_script(kind: LockKind) -> &'static Script {
     match kind {
         LockKind::Read => &scripts::READ_RENEW,
         _ => &scripts::RENEW,
-    }
-}
-
-/// The field this holder writes in the lock hash: the owner, or `<owner>:write`.
-pub(crate) fn field(owner: &str, kind: LockKind) -> String {
-    match kind {
-        LockKind::Write => format!("{owner}:write"),
-        _ => owner.to_string(),
-    }
-}
-
-/// The channel a waiter of `kind` listens on.
-pub(crate) fn wait_channel(names: &crate::names::LockNames, field: &str, kind: LockKind) -> Vec<u8> {
-    match kind {
-        LockKind::Fair => names.waiter_channel(field),
-        LockKind::Read | LockKind::Write => names.rw_channel.clone(),
-        LockKind::Reentrant | LockKind::Fenced => names.channel.clone(),
     }
 }

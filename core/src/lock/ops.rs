@@ -1,0 +1,103 @@
+//! The calls that change a holder's hold. Every such call runs under the holder's
+//! operation lock and applies the reply to the local state itself, to the end even
+//! if its caller goes away (hold/pending.rs). The protocol (the scripts and their
+//! replies) is in reentrant.rs. While it holds, the client keeps it alive and
+//! renews it through [`Held`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+
+use super::holder::{Holder, Level, PendingHold};
+use super::release::release_revived;
+use super::{reentrant, wire};
+use crate::error::Result;
+use crate::hold::pending::{detached, Undo};
+use crate::hold::Released;
+use crate::renewal::{Held, Ticket};
+use crate::waiting::Attempt;
+
+impl Holder {
+    /// One acquire attempt.
+    pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt<PendingHold>> {
+        let this = self.clone();
+        detached(&self.ctx, &self.op, move |guard| reentrant::acquire_once(this, lease_ms, guard)).await
+    }
+
+    /// Releases one level (or all), idempotently (see reentrant.rs).
+    pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
+        let this = self.clone();
+        detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await
+    }
+
+    /// Takes a fair-lock waiter that gave up out of the queue (after any try of its
+    /// own still in flight); best effort: a waiter left behind is skipped once its
+    /// turn passes.
+    pub async fn leave_queue(self: &Arc<Self>) {
+        let Some(call) = wire::leave_queue(self) else { return };
+        let this = self.clone();
+        let left = detached(&self.ctx, &self.op, move |guard| async move {
+            let _guard = guard;
+            let mut conn = this.ctx.conn()?;
+            call.invoke::<i64>(&mut conn)
+                .await
+                .map_err(|e| crate::error::Error::from_redis(&e, &this.context("leaving the queue of")))
+        })
+        .await;
+        if let Err(e) = left {
+            tracing::debug!(lock = %self.names.display, "{e}; the others skip this waiter once its turn passes");
+        }
+    }
+}
+
+impl Held for Holder {
+    fn begin_renewal(&self, horizon: Option<Instant>) -> Option<Ticket> {
+        let generation = self.cell.begin_renewal(horizon)?;
+        Some(Ticket { script: wire::renew_script(self.kind), key: self.names.name.clone(), owner: self.field.clone(), generation })
+    }
+
+    fn renewed(self: Arc<Self>, generation: u64, sent_at: Instant) {
+        if self.cell.renewed(generation, sent_at) {
+            tracing::debug!(lock = %self.names.display, "a renewal landed after its hold was reported lost; releasing it");
+            let ctx = self.ctx.clone();
+            ctx.runtime.spawn(async move {
+                let this = self.clone();
+                let _ = detached(&self.ctx, &self.op, move |guard| async move {
+                    let _guard = guard;
+                    release_revived(&this, generation).await
+                })
+                .await;
+            });
+        }
+    }
+
+    fn found_gone(&self, generation: u64) {
+        self.cell.renewal_found_gone(generation);
+    }
+
+    fn deadline_of(&self, generation: u64) -> Option<Instant> {
+        self.cell.deadline_of(generation)
+    }
+
+    fn expire_if_due(&self, now: Instant) -> Option<Instant> {
+        self.cell.expire_if_due(now)
+    }
+
+    fn release_all(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = self.release(true).await;
+        })
+    }
+}
+
+impl Undo for Level {
+    fn undo(self) {
+        let holder = self.holder;
+        tracing::debug!(lock = %holder.names.display, "acquire abandoned by its caller; releasing");
+        let runtime = holder.ctx.runtime.clone();
+        runtime.spawn(async move {
+            let _ = holder.release(false).await;
+        });
+    }
+}
