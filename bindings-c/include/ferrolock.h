@@ -124,6 +124,46 @@ typedef enum ferrolock_status {
 } ferrolock_status;
 
 /**
+ * What a name holds, as `ferrolock_inspect()` tells it from its keys. The numeric
+ * values are part of the ABI: new kinds are only ever appended.
+ */
+typedef enum ferrolock_object_kind {
+    /**
+     * A reentrant lock (Redisson `RLock`), or a free name: nothing tells them apart.
+     */
+    FERROLOCK_OBJECT_LOCK = 0,
+    /**
+     * A lock with a fencing-token counter (`RFencedLock`).
+     */
+    FERROLOCK_OBJECT_FENCED_LOCK = 1,
+    /**
+     * A fair lock (`RFairLock`): a queue of waiters.
+     */
+    FERROLOCK_OBJECT_FAIR_LOCK = 2,
+    /**
+     * A read-write lock (`RReadWriteLock`).
+     */
+    FERROLOCK_OBJECT_READ_WRITE_LOCK = 3,
+    /**
+     * A semaphore (`RSemaphore`).
+     */
+    FERROLOCK_OBJECT_SEMAPHORE = 4,
+    /**
+     * A permit-expirable semaphore (`RPermitExpirableSemaphore`).
+     */
+    FERROLOCK_OBJECT_PERMIT_EXPIRABLE_SEMAPHORE = 5,
+    /**
+     * A count-down latch (`RCountDownLatch`).
+     */
+    FERROLOCK_OBJECT_COUNT_DOWN_LATCH = 6,
+    /**
+     * A number nothing waits on: a semaphore's free permits or a latch's count
+     * (nothing tells which; `ferrolock_inspect_as()` reads it as either).
+     */
+    FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH = 7,
+} ferrolock_object_kind;
+
+/**
  * Which lock a handle is, for `ferrolock_lock_new_kind()`; the same kinds as the
  * core's `LockKind`. The numeric values are part of the ABI: new kinds are only
  * ever appended.
@@ -180,6 +220,13 @@ typedef enum ferrolock_quorum {
 typedef struct ferrolock_client ferrolock_client;
 
 /**
+ * A snapshot of what a name is and what is going on there, from
+ * `ferrolock_inspect()`: read it with the `ferrolock_inspection_*()` accessors, free
+ * it with `ferrolock_inspection_free()`. Immutable: thread-safe. Opaque.
+ */
+typedef struct ferrolock_inspection ferrolock_inspection;
+
+/**
  * A handle on a count-down latch (Redisson `RCountDownLatch`). Thread-safe. Opaque.
  */
 typedef struct ferrolock_latch ferrolock_latch;
@@ -198,6 +245,13 @@ typedef struct ferrolock_lock ferrolock_lock;
  * lease after which it comes back by itself. Thread-safe. Opaque.
  */
 typedef struct ferrolock_permits ferrolock_permits;
+
+/**
+ * The names `ferrolock_scan_new()` found, handed out one by one by
+ * `ferrolock_scan_next()`; free it with `ferrolock_scan_free()`. Thread-safe (each
+ * name goes to one caller). Opaque.
+ */
+typedef struct ferrolock_scan ferrolock_scan;
 
 /**
  * A handle on a semaphore (Redisson `RSemaphore`): permits that anyone may take
@@ -1104,6 +1158,237 @@ enum ferrolock_status ferrolock_latch_count(struct ferrolock_latch *latch, uint6
  * Blocks the calling thread. Thread-safe.
  */
 enum ferrolock_status ferrolock_latch_wait(struct ferrolock_latch *latch, int64_t wait_ms);
+
+/**
+ * Reads what `name` is, told from its keys (a lock, fenced, fair or read-write
+ * lock, a semaphore, a permit-expirable semaphore or a count-down latch), and what
+ * is going on there: holders with their notes, lease left, waiters, permits or
+ * count, last fencing token. Reads only; works on every topology.
+ *
+ * @param client a live client.
+ * @param name NUL-terminated, 1 to 4096 bytes (any bytes: a name from
+ *        `ferrolock_scan_next()` that another client wrote in another encoding too).
+ * @param out receives the snapshot, or NULL on failure. Free it with
+ *        `ferrolock_inspection_free()`.
+ * @return `FERROLOCK_OK` (a name with no keys is a free `FERROLOCK_OBJECT_LOCK`);
+ *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, empty or too long name,
+ *         freed client); `FERROLOCK_ERR_WRONG_TYPE` (the key holds something that is
+ *         none of these); `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks for a few round-trips. Thread-safe.
+ */
+enum ferrolock_status ferrolock_inspect(const struct ferrolock_client *client,
+                                        const char *name,
+                                        struct ferrolock_inspection **out);
+
+/**
+ * `ferrolock_inspect()` reading `name` as `kind`: a number nothing waits on cannot
+ * tell a semaphore from a latch (`FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH`), and a
+ * free name cannot tell its lock kind.
+ *
+ * @return like `ferrolock_inspect()`; `FERROLOCK_ERR_INVALID_ARGUMENT` also for a
+ *         `kind` that is not a `ferrolock_object_kind`, `FERROLOCK_ERR_WRONG_TYPE`
+ *         for a key that cannot be one.
+ */
+enum ferrolock_status ferrolock_inspect_as(const struct ferrolock_client *client,
+                                           const char *name,
+                                           ferrolock_object_kind kind,
+                                           struct ferrolock_inspection **out);
+
+/**
+ * Frees a snapshot (and the strings its accessors returned). NULL is fine.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+ *         snapshot that was already freed (or never was one).
+ */
+enum ferrolock_status ferrolock_inspection_free(struct ferrolock_inspection *inspection);
+
+/**
+ * The name inspected (NUL-terminated; a NUL inside the name shows as `\0`).
+ *
+ * @param out receives a string owned by the snapshot, valid until it is freed.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, freed
+ *         snapshot). Every accessor answers like this, without blocking.
+ */
+enum ferrolock_status ferrolock_inspection_name(const struct ferrolock_inspection *inspection,
+                                                const char **out);
+
+/**
+ * What the name holds (or what `ferrolock_inspect_as()` was asked to read).
+ */
+enum ferrolock_status ferrolock_inspection_kind(const struct ferrolock_inspection *inspection,
+                                                enum ferrolock_object_kind *out);
+
+/**
+ * Whether it is busy: a lock with holders, a permit-expirable semaphore with
+ * permits out, a latch still counting down (a plain semaphore: never told).
+ */
+enum ferrolock_status ferrolock_inspection_is_busy(const struct ferrolock_inspection *inspection,
+                                                   bool *out);
+
+/**
+ * How many holders a lock has: 0 when free, and for every kind that is not a lock
+ * (a read-write lock's readers are one holder each).
+ */
+enum ferrolock_status ferrolock_inspection_holders_len(const struct ferrolock_inspection *inspection,
+                                                       size_t *out);
+
+/**
+ * One holder of a lock. Each out parameter may be NULL (not wanted).
+ *
+ * @param index 0 to `ferrolock_inspection_holders_len()` - 1.
+ * @param out_owner receives its owner field: `<client id>:<holder id>` for
+ *        ferrolock, `<uuid>:<thread id>` for Redisson.
+ * @param out_count receives how many times it holds (re-entries included).
+ * @param out_note receives the note it left (`ferrolock run`: its host, pid and
+ *        command as JSON), or NULL when it left none (Redisson never does).
+ *        Strings are owned by the snapshot, valid until it is freed.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed snapshot,
+ *         `index` out of range: nothing is written).
+ */
+enum ferrolock_status ferrolock_inspection_holder(const struct ferrolock_inspection *inspection,
+                                                  size_t index,
+                                                  const char **out_owner,
+                                                  uint64_t *out_count,
+                                                  const char **out_note);
+
+/**
+ * Time left on a lock's lease: ms, `INT64_MAX` when the key has no expiry, -1 when
+ * free or not a lock (as `ferrolock_lock_remaining_lease_ms()`).
+ */
+enum ferrolock_status ferrolock_inspection_lease_left_ms(const struct ferrolock_inspection *inspection,
+                                                         int64_t *out);
+
+/**
+ * Clients waiting: a fair lock's queue length; for every other kind the client
+ * connections subscribed to its channel (one per client with waiters, ferrolock's
+ * and Redisson's alike).
+ */
+enum ferrolock_status ferrolock_inspection_waiters(const struct ferrolock_inspection *inspection,
+                                                   uint64_t *out);
+
+/**
+ * The length of a fair lock's queue of waiters (0 for every other kind).
+ */
+enum ferrolock_status ferrolock_inspection_queue_len(const struct ferrolock_inspection *inspection,
+                                                     size_t *out);
+
+/**
+ * The owner field of one waiter in a fair lock's queue, first in line at index 0.
+ *
+ * @param index 0 to `ferrolock_inspection_queue_len()` - 1 (else
+ *        `FERROLOCK_ERR_INVALID_ARGUMENT`).
+ * @param out receives a string owned by the snapshot, valid until it is freed.
+ */
+enum ferrolock_status ferrolock_inspection_queue_at(const struct ferrolock_inspection *inspection,
+                                                    size_t index,
+                                                    const char **out);
+
+/**
+ * The side that holds a read-write lock: "read" or "write"; NULL when free or not a
+ * read-write lock. The string is owned by the snapshot, valid until it is freed.
+ */
+enum ferrolock_status ferrolock_inspection_mode(const struct ferrolock_inspection *inspection,
+                                                const char **out);
+
+/**
+ * A semaphore's free permits (also a `FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH`'s
+ * number). May be negative: Redisson's `reducePermits` goes below 0.
+ *
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE` when the kind has no permits
+ *         (a lock or a latch: nothing is written); `FERROLOCK_ERR_INVALID_ARGUMENT`.
+ */
+enum ferrolock_status ferrolock_inspection_permits(const struct ferrolock_inspection *inspection,
+                                                   int64_t *out);
+
+/**
+ * A count-down latch's count, 0 once open (also a
+ * `FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH`'s number).
+ *
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_WRONG_TYPE` when the kind has no count
+ *         (a lock or a semaphore: nothing is written); `FERROLOCK_ERR_INVALID_ARGUMENT`.
+ */
+enum ferrolock_status ferrolock_inspection_count(const struct ferrolock_inspection *inspection,
+                                                 int64_t *out);
+
+/**
+ * How many permits of a permit-expirable semaphore are out (0 for every other kind).
+ */
+enum ferrolock_status ferrolock_inspection_permits_out_len(const struct ferrolock_inspection *inspection,
+                                                           size_t *out);
+
+/**
+ * One permit out of a permit-expirable semaphore. Each out parameter may be NULL.
+ *
+ * @param index 0 to `ferrolock_inspection_permits_out_len()` - 1 (else
+ *        `FERROLOCK_ERR_INVALID_ARGUMENT`).
+ * @param out_id receives its id (32 hex digits), owned by the snapshot, valid until
+ *        it is freed.
+ * @param out_lease_left_ms receives the ms left on its lease by this machine's
+ *        clock (negative: expired, back at the next acquire); `INT64_MAX`: no lease.
+ */
+enum ferrolock_status ferrolock_inspection_permit_out(const struct ferrolock_inspection *inspection,
+                                                      size_t index,
+                                                      const char **out_id,
+                                                      int64_t *out_lease_left_ms);
+
+/**
+ * The last fencing token handed out on the name; 0 when none was (tokens start at 1).
+ */
+enum ferrolock_status ferrolock_inspection_last_token(const struct ferrolock_inspection *inspection,
+                                                      uint64_t *out);
+
+/**
+ * A static name for an object kind as `ferrolock status --json` writes it, e.g.
+ * "fair_lock"; "unknown" for a value that is not a `ferrolock_object_kind`. Never NULL.
+ */
+const char *ferrolock_object_kind_str(ferrolock_object_kind kind);
+
+/**
+ * Lists the names of every lock-family object whose name starts with `prefix`,
+ * sorted: lock hashes, free fenced locks (their token counter), fair locks' queues,
+ * and keys holding a number (a semaphore or latch, or any such counter). One SCAN
+ * pass over the server, Sentinel's master, or every master of a cluster, made here;
+ * `ferrolock_scan_next()` then hands the names out without a round-trip.
+ *
+ * @param client a live client.
+ * @param prefix NUL-terminated bytes; "" lists every name. Not a pattern: `*`, `?`
+ *        and `[` match themselves.
+ * @param out receives the iterator, or NULL on failure. Free it with
+ *        `ferrolock_scan_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, freed
+ *         client); `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION` (the ACL user may not run SCAN, TYPE or GET);
+ *         `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks for the SCAN: a round-trip per 1000 keys of each master. Thread-safe.
+ */
+enum ferrolock_status ferrolock_scan_new(const struct ferrolock_client *client,
+                                         const char *prefix,
+                                         struct ferrolock_scan **out);
+
+/**
+ * The next name of a scan.
+ *
+ * @param out receives the name (NUL-terminated bytes, owned by the iterator, valid
+ *        until it is freed), or NULL once every name was handed out (and on every
+ *        call after that).
+ * @return `FERROLOCK_OK`, also at the end; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL
+ *         argument, freed iterator). Does not block.
+ *
+ * The loop: `while ((s = ferrolock_scan_next(it, &name)) == FERROLOCK_OK && name)`,
+ * then `s` tells an error from the end.
+ */
+enum ferrolock_status ferrolock_scan_next(struct ferrolock_scan *scan, const char **out);
+
+/**
+ * Frees a scan iterator (and its names). NULL is fine.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for an
+ *         iterator that was already freed (or never was one).
+ */
+enum ferrolock_status ferrolock_scan_free(struct ferrolock_scan *scan);
 
 /**
  * The message of the calling thread's last ferrolock call: "" if it succeeded.

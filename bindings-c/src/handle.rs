@@ -1,6 +1,7 @@
 //! Handles as C sees them: opaque values that are never dereferenced. A
 //! `ferrolock_client *`, `ferrolock_lock *`, `ferrolock_semaphore *`,
-//! `ferrolock_permits *` or `ferrolock_latch *` encodes (type tag, slot index,
+//! `ferrolock_permits *`, `ferrolock_latch *`, `ferrolock_inspection *` or
+//! `ferrolock_scan *` encodes (type tag, slot index,
 //! generation) in a registry of `Arc`s, so a handle that was freed (its slot's
 //! generation moved on), freed twice, given as the other type, or that never came
 //! from ferrolock is refused with `FERROLOCK_ERR_INVALID_ARGUMENT` instead of being
@@ -26,6 +27,7 @@ use ferrolock::Error;
 use crate::client::ClientHandle;
 use crate::counters::{LatchState, PermitsState, SemaphoreState};
 use crate::ffi::invalid;
+use crate::inspect::{InspectionState, ScanState};
 use crate::lock::LockState;
 
 /// Low bits of a handle value: which registry it belongs to (never 0, so no handle is NULL).
@@ -36,6 +38,10 @@ const TAG_LOCK: usize = 2;
 const TAG_SEMAPHORE: usize = 3;
 const TAG_PERMITS: usize = 4;
 const TAG_LATCH: usize = 5;
+const TAG_INSPECTION: usize = 6;
+// The last tag of 3 bits: a ninth handle type needs TAG_BITS = 4 (handle values are
+// opaque, so that changes no ABI).
+const TAG_SCAN: usize = 7;
 /// Slot index bits above the tag; the generation takes the rest (31 bits on 64-bit
 /// targets: a stale handle is mistaken for a live one only after its slot was
 /// reused 2^32 times, and slots are reused oldest-freed first).
@@ -73,6 +79,9 @@ pub(crate) static SEMAPHORES: Registry<SemaphoreState> =
     Registry::new(TAG_SEMAPHORE, "ferrolock_semaphore", "ferrolock_semaphore_free");
 pub(crate) static PERMITS: Registry<PermitsState> = Registry::new(TAG_PERMITS, "ferrolock_permits", "ferrolock_permits_free");
 pub(crate) static LATCHES: Registry<LatchState> = Registry::new(TAG_LATCH, "ferrolock_latch", "ferrolock_latch_free");
+pub(crate) static INSPECTIONS: Registry<InspectionState> =
+    Registry::new(TAG_INSPECTION, "ferrolock_inspection", "ferrolock_inspection_free");
+pub(crate) static SCANS: Registry<ScanState> = Registry::new(TAG_SCAN, "ferrolock_scan", "ferrolock_scan_free");
 
 fn encode(tag: usize, index: usize, generation: usize) -> usize {
     (generation << GEN_SHIFT) | (index << TAG_BITS) | tag
@@ -163,6 +172,8 @@ impl<T> Registry<T> {
                 TAG_SEMAPHORE => Some(SEMAPHORES.what),
                 TAG_PERMITS => Some(PERMITS.what),
                 TAG_LATCH => Some(LATCHES.what),
+                TAG_INSPECTION => Some(INSPECTIONS.what),
+                TAG_SCAN => Some(SCANS.what),
                 _ => None,
             };
             return Err(match other {
@@ -224,8 +235,12 @@ fn register_atfork() {
         SEMAPHORES.lock();
         PERMITS.lock();
         LATCHES.lock();
+        INSPECTIONS.lock();
+        SCANS.lock();
     }
     extern "C" fn after() {
+        SCANS.unlock();
+        INSPECTIONS.unlock();
         LATCHES.unlock();
         PERMITS.unlock();
         SEMAPHORES.unlock();

@@ -29,6 +29,9 @@
 //! - `lost`: lost holds and the on_lost callback;
 //! - `counters`: `ferrolock_semaphore`, `ferrolock_permits` (permit-expirable
 //!   semaphore) and `ferrolock_latch` (count-down latch);
+//! - `inspect`: `ferrolock_inspect()` into a `ferrolock_inspection` snapshot (what a
+//!   name is, its holders with their notes, lease, waiters, permits or count, last
+//!   token) and `ferrolock_scan`, the names under a prefix;
 //! - `status`: `ferrolock_status`, `ferrolock_last_error()`, status names, version.
 
 #![allow(non_camel_case_types)]
@@ -47,6 +50,7 @@ mod lock;
 mod multi;
 mod lost;
 mod counters;
+mod inspect;
 mod status;
 
 pub use client::*;
@@ -57,4 +61,5 @@ pub use lock::*;
 pub use multi::*;
 pub use lost::*;
 pub use counters::*;
+pub use inspect::*;
 pub use status::*;
