@@ -22,6 +22,9 @@
  * std::counting_semaphore; `ferrolock::permits` and `ferrolock::latch` wrap the
  * permit-expirable semaphore and the count-down latch.
  *
+ * `ferrolock::inspection` is a snapshot of what a name is and who holds it
+ * (ferrolock_inspect()); `ferrolock::scan()` lists the names under a prefix.
+ *
  * Errors throw ferrolock::error (a std::runtime_error) carrying the ferrolock_status
  * and the library's message; FERROLOCK_NOT_ACQUIRED is not an error (try_lock*
  * return false). The one exception: unlock() never throws, because the standard
@@ -484,6 +487,76 @@ public:
         return true;
     }
 };
+
+/** A snapshot of what a name is and what is going on there (ferrolock_inspect();
+ *  the other accessors of ferrolock.h through native_handle()). Move-only. */
+class inspection : public detail::handle<ferrolock_inspection, ferrolock_inspection_free> {
+public:
+    /** One holder: its owner field, hold count and note ("" with has_note false: none). */
+    struct holder {
+        std::string owner;
+        uint64_t count;
+        bool has_note;
+        std::string note;
+    };
+
+    inspection(const client &c, const std::string &name) {
+        detail::check(ferrolock_inspect(c.native_handle(), name.c_str(), &h_));
+    }
+    /** ferrolock_inspect_as(): reads the name as `kind`. */
+    inspection(const client &c, const std::string &name, ferrolock_object_kind kind) {
+        detail::check(ferrolock_inspect_as(c.native_handle(), name.c_str(), kind, &h_));
+    }
+
+    ferrolock_object_kind kind() const {
+        ferrolock_object_kind k;
+        detail::check(ferrolock_inspection_kind(h_, &k));
+        return k;
+    }
+    std::vector<holder> holders() const {
+        size_t n = 0;
+        detail::check(ferrolock_inspection_holders_len(h_, &n));
+        std::vector<holder> all;
+        for (size_t i = 0; i < n; i++) {
+            const char *owner = nullptr, *note = nullptr;
+            uint64_t count = 0;
+            detail::check(ferrolock_inspection_holder(h_, i, &owner, &count, &note));
+            all.push_back(holder{owner, count, note != nullptr, note ? note : ""});
+        }
+        return all;
+    }
+    /** Ms left on a lock's lease; -1 when free or not a lock; INT64_MAX: no expiry. */
+    int64_t lease_left_ms() const {
+        int64_t ms = 0;
+        detail::check(ferrolock_inspection_lease_left_ms(h_, &ms));
+        return ms;
+    }
+    uint64_t waiters() const {
+        uint64_t n = 0;
+        detail::check(ferrolock_inspection_waiters(h_, &n));
+        return n;
+    }
+    /** 0 when no fencing token was handed out on the name. */
+    uint64_t last_token() const {
+        uint64_t t = 0;
+        detail::check(ferrolock_inspection_last_token(h_, &t));
+        return t;
+    }
+};
+
+/** The names of every lock-family object under `prefix`, sorted (ferrolock_scan_new()). */
+inline std::vector<std::string> scan(const client &c, const std::string &prefix = "") {
+    ferrolock_scan *it = nullptr;
+    detail::check(ferrolock_scan_new(c.native_handle(), prefix.c_str(), &it));
+    std::unique_ptr<ferrolock_scan, ferrolock_status (*)(ferrolock_scan *)> owned(it, ferrolock_scan_free);
+    std::vector<std::string> names;
+    const char *name = nullptr;
+    while (true) {
+        detail::check(ferrolock_scan_next(it, &name));
+        if (!name) return names;
+        names.push_back(name);
+    }
+}
 
 }  // namespace ferrolock
 

@@ -1,7 +1,7 @@
 // ferrolock.hpp's family against a real redis-server: std::lock_guard on
 // ferrolock::semaphore (one permit per scope), std::shared_lock / std::unique_lock on
 // ferrolock::shared_mutex, ferrolock::permits and ferrolock::latch, exceptions carrying
-// the status. Compiled with g++ -std=c++17 under ASan + UBSan.
+// the status; ferrolock::inspection and ferrolock::scan(). Compiled with g++ -std=c++17 under ASan + UBSan.
 #include "ferrolock.hpp"
 
 #include <chrono>
@@ -92,6 +92,28 @@ int main() {
         CHECK(e.status() == FERROLOCK_ERR_INVALID_ARGUMENT);
         CHECK(strstr(e.what(), "count = 0") != nullptr);
     }
-    std::printf("cxx_family: semaphore RAII, shared_mutex with std::shared_lock, permits, latch\n");
+
+    // Inspecting: a mutex held by the other client, then the names under a prefix.
+    ferrolock::mutex held(other, "cxx-held");
+    held.lock();
+    ferrolock::inspection in(client, "cxx-held");
+    CHECK(in.kind() == FERROLOCK_OBJECT_LOCK);
+    std::vector<ferrolock::inspection::holder> holders = in.holders();
+    CHECK(holders.size() == 1 && holders[0].count == 1 && !holders[0].has_note);
+    CHECK(holders[0].owner.compare(0, other.id().size(), other.id()) == 0);
+    CHECK(in.lease_left_ms() > 0 && in.waiters() == 0 && in.last_token() == 0);
+    ferrolock::inspection as_latch(client, "cxx-sem", FERROLOCK_OBJECT_COUNT_DOWN_LATCH);
+    CHECK(as_latch.kind() == FERROLOCK_OBJECT_COUNT_DOWN_LATCH);
+    std::vector<std::string> names = ferrolock::scan(client, "cxx-");
+    CHECK((names == std::vector<std::string>{"cxx-held", "cxx-quota", "cxx-sem"}));
+    CHECK(ferrolock::scan(client, "cxx-none").empty());
+    held.unlock();
+    try {
+        ferrolock::inspection bad(client, "");
+        FAIL("inspecting an empty name did not throw");
+    } catch (const ferrolock::error &e) {
+        CHECK(e.status() == FERROLOCK_ERR_INVALID_ARGUMENT);
+    }
+    std::printf("cxx_family: semaphore RAII, shared_mutex with std::shared_lock, permits, latch, inspection, scan\n");
     return 0;
 }
