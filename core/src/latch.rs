@@ -16,8 +16,7 @@ use crate::request::{latch_ttl_ms, until_answered};
 use crate::scripts;
 use crate::semaphore::Counter;
 use crate::validate;
-use crate::waiting::hub::Policy;
-use crate::waiting::{self, Attempt};
+use crate::waiting::{self, Attempt, Policy};
 
 /// A handle on one count-down latch. Cheap to clone; every clone is the same latch.
 #[derive(Clone)]

@@ -26,7 +26,8 @@ use super::holder::{Holder, Level, PendingHold};
 use super::release::{release_revived, ReleaseReply};
 use crate::error::Result;
 use crate::hold::state::Acquired;
-use crate::waiting::hub::{Claimed, Successor};
+use crate::waiting::hub::Claimed;
+use crate::waiting::Successor;
 
 /// Local hand-offs in a row on one lock before a release frees it for everyone.
 pub(crate) const STREAK: u32 = 8;

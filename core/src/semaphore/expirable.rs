@@ -21,8 +21,7 @@ use crate::names::{suffixed, CounterNames};
 use crate::request::{latch_ttl, latch_ttl_ms, until_answered};
 use crate::scripts;
 use crate::validate;
-use crate::waiting::hub::Policy;
-use crate::waiting::{self, Attempt};
+use crate::waiting::{self, Attempt, Policy};
 
 /// A handle on one permit-expirable semaphore. Cheap to clone.
 #[derive(Clone)]

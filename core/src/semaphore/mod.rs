@@ -25,8 +25,7 @@ use crate::names::CounterNames;
 use crate::request::{latch_ttl, latch_ttl_ms, until_answered};
 use crate::scripts;
 use crate::validate;
-use crate::waiting::hub::Policy;
-use crate::waiting::{self, Attempt};
+use crate::waiting::{self, Attempt, Policy};
 
 /// A handle on one semaphore name. Cheap to clone; every clone is the same semaphore.
 #[derive(Clone)]

@@ -1,65 +1,22 @@
 //! The waiters of one client, per channel: one subscription per channel on the
 //! client's one subscriber connection (subscriber.rs), reference counted by the
-//! waiters on it. How a message wakes them is the channel's [`Policy`] (data, not
-//! code per primitive); a wake left unused by a waiter that leaves passes to the
+//! waiters on it. How a message wakes them is the channel's policy
+//! (channels.rs); a wake left unused by a waiter that leaves passes to the
 //! next. After a reconnect every waiter is woken, since messages sent during the
 //! gap are lost. A waiter may offer a [`Successor`]: a release of this client may
 //! then hand its hold straight to it (lock/handoff.rs).
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::JoinHandle;
 
+use super::channels::{Channel, Policy, Shared, Slot, State, Successor};
 use super::subscriber;
 use crate::config::Config;
 use crate::transport::Transport;
-
-/// How a channel's messages wake its waiters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // Permits and Gate come with the semaphores and the count-down latch.
-pub(crate) enum Policy {
-    /// Locks: `0` wakes one waiter, `1` (a write lock's release) wakes all.
-    Lock,
-    /// Semaphores: the payload is a number of permits; wake that many waiters.
-    Permits,
-    /// Count-down latches: `0` (opened) wakes all; anything else wakes none.
-    Gate,
-}
-
-/// What one message does to a channel's waiters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wake {
-    None,
-    /// The first n waiters not already woken.
-    First(usize),
-    All,
-}
-
-impl Policy {
-    pub fn decode(self, payload: &[u8]) -> Wake {
-        match (self, payload) {
-            (Policy::Lock, b"0") => Wake::First(1),
-            (Policy::Lock, b"1") => Wake::All,
-            (Policy::Permits, n) => std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()).map_or(Wake::None, Wake::First),
-            (Policy::Gate, b"0") => Wake::All,
-            _ => Wake::None,
-        }
-    }
-}
-
-/// A waiter a release of this client may hand its hold to.
-pub(crate) trait Successor: Send + Sync {
-    /// Claims this waiter for a hand-off by the holder `releaser`; false if it
-    /// cannot take one now (it is the releaser, busy, or already claimed).
-    fn try_claim(&self, releaser: u64) -> bool;
-    /// The concrete waiter, for the primitive that made it.
-    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
-}
 
 /// A claimed successor and the wake-up of its waiter.
 pub(crate) struct Claimed {
@@ -69,77 +26,6 @@ pub(crate) struct Claimed {
 
 pub(crate) struct Hub {
     pub(super) shared: Arc<Shared>,
-}
-
-pub(super) struct Shared {
-    pub state: Mutex<State>,
-    pub transport: Transport,
-    pub config: Config,
-    runtime: Handle,
-    pub shutdown: watch::Receiver<bool>,
-    /// Waiters registered on any channel: every acquire and every release asks
-    /// whether a channel has waiters, and mostly none has; this answers without the lock.
-    pub waiting: AtomicUsize,
-    /// Set once the server refused a subscription (ACL): warned about once per client.
-    pub refused_warned: AtomicBool,
-    /// Acquires parked between tries, waiting for a wake-up.
-    parked: AtomicUsize,
-}
-
-#[derive(Default)]
-pub(super) struct State {
-    pub channels: HashMap<Vec<u8>, Channel>,
-    /// Channels whose subscription may need changing; the connection task drains it.
-    pub reconcile: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    task: Option<JoinHandle<()>>,
-}
-
-pub(super) struct Channel {
-    pub waiters: VecDeque<Arc<Slot>>,
-    policy: Policy,
-    /// When the primitive was last seen to expire (from a failed attempt): a waiter
-    /// that queues behind others without trying wakes by then at the latest.
-    busy_until: Option<Instant>,
-    /// True while subscribed on the current connection.
-    pub subscribed: watch::Sender<bool>,
-}
-
-/// One waiter's wake-up flag, and what a release may hand its hold to.
-pub(super) struct Slot {
-    woken: AtomicBool,
-    notify: Notify,
-    successor: Option<Arc<dyn Successor>>,
-}
-
-impl Slot {
-    fn wake(&self) {
-        self.woken.store(true, Ordering::Release);
-        self.notify.notify_one();
-    }
-}
-
-impl Channel {
-    fn new(policy: Policy) -> Self {
-        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0 }
-    }
-
-    /// Wakes the first `n` waiters that are not already woken.
-    fn wake_first(&self, n: usize) {
-        self.waiters.iter().filter(|s| !s.woken.load(Ordering::Acquire)).take(n).for_each(|s| s.wake());
-    }
-
-    pub fn wake_all(&self) {
-        self.waiters.iter().for_each(|s| s.wake());
-    }
-
-    /// Applies one message, by the channel's policy.
-    pub fn deliver(&self, payload: &[u8]) {
-        match self.policy.decode(payload) {
-            Wake::None => {}
-            Wake::First(n) => self.wake_first(n),
-            Wake::All => self.wake_all(),
-        }
-    }
 }
 
 /// A registered waiter on one channel. Dropping it leaves the channel (and

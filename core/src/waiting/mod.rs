@@ -12,6 +12,7 @@
 //! growing back-off until the caller's deadline, which then reports that error
 //! instead of "not acquired". The first try's error still reaches the caller at once.
 
+mod channels;
 pub(crate) mod hub;
 mod subscriber;
 
@@ -22,7 +23,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::error::{Error, ErrorKind, Result};
-use hub::{Hub, Policy, Successor};
+pub(crate) use channels::{Policy, Successor};
+use hub::Hub;
 
 /// The outcome of one try.
 pub(crate) enum Attempt<T> {
@@ -189,7 +191,7 @@ fn passes(e: &Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::hub::{Policy, Wake};
+    use super::channels::{Policy, Wake};
 
     #[test]
     fn each_policy_decodes_its_messages() {

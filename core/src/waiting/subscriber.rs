@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::hub::{Channel, Shared};
+use super::channels::{Channel, Shared};
 use crate::transport::{Event, SubscriberSink};
 
 /// The connection task: connect, (re)subscribe, dispatch messages, apply

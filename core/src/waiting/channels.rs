@@ -1,0 +1,128 @@
+//! What a client's hub (hub.rs) shares with its subscriber task (subscriber.rs):
+//! the channels with waiters, each waiter's wake-up flag, and how a channel's
+//! messages wake its waiters ([`Policy`]: data, not code per primitive).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::transport::Transport;
+
+/// How a channel's messages wake its waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // Permits and Gate come with the semaphores and the count-down latch.
+pub(crate) enum Policy {
+    /// Locks: `0` wakes one waiter, `1` (a write lock's release) wakes all.
+    Lock,
+    /// Semaphores: the payload is a number of permits; wake that many waiters.
+    Permits,
+    /// Count-down latches: `0` (opened) wakes all; anything else wakes none.
+    Gate,
+}
+
+/// What one message does to a channel's waiters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    None,
+    /// The first n waiters not already woken.
+    First(usize),
+    All,
+}
+
+impl Policy {
+    pub fn decode(self, payload: &[u8]) -> Wake {
+        match (self, payload) {
+            (Policy::Lock, b"0") => Wake::First(1),
+            (Policy::Lock, b"1") => Wake::All,
+            (Policy::Permits, n) => std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()).map_or(Wake::None, Wake::First),
+            (Policy::Gate, b"0") => Wake::All,
+            _ => Wake::None,
+        }
+    }
+}
+
+/// A waiter a release of this client may hand its hold to.
+pub(crate) trait Successor: Send + Sync {
+    /// Claims this waiter for a hand-off by the holder `releaser`; false if it
+    /// cannot take one now (it is the releaser, busy, or already claimed).
+    fn try_claim(&self, releaser: u64) -> bool;
+    /// The concrete waiter, for the primitive that made it.
+    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
+
+pub(super) struct Shared {
+    pub state: Mutex<State>,
+    pub transport: Transport,
+    pub config: Config,
+    pub runtime: Handle,
+    pub shutdown: watch::Receiver<bool>,
+    /// Waiters registered on any channel: every acquire and every release asks
+    /// whether a channel has waiters, and mostly none has; this answers without the lock.
+    pub waiting: AtomicUsize,
+    /// Set once the server refused a subscription (ACL): warned about once per client.
+    pub refused_warned: AtomicBool,
+    /// Acquires parked between tries, waiting for a wake-up.
+    pub parked: AtomicUsize,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub channels: HashMap<Vec<u8>, Channel>,
+    /// Channels whose subscription may need changing; the connection task drains it.
+    pub reconcile: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    pub task: Option<JoinHandle<()>>,
+}
+
+pub(super) struct Channel {
+    pub waiters: VecDeque<Arc<Slot>>,
+    policy: Policy,
+    /// When the primitive was last seen to expire (from a failed attempt): a waiter
+    /// that queues behind others without trying wakes by then at the latest.
+    pub busy_until: Option<Instant>,
+    /// True while subscribed on the current connection.
+    pub subscribed: watch::Sender<bool>,
+}
+
+/// One waiter's wake-up flag, and what a release may hand its hold to.
+pub(super) struct Slot {
+    pub woken: AtomicBool,
+    pub notify: Notify,
+    pub successor: Option<Arc<dyn Successor>>,
+}
+
+impl Slot {
+    pub fn wake(&self) {
+        self.woken.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+}
+
+impl Channel {
+    pub fn new(policy: Policy) -> Self {
+        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0 }
+    }
+
+    /// Wakes the first `n` waiters that are not already woken.
+    pub fn wake_first(&self, n: usize) {
+        self.waiters.iter().filter(|s| !s.woken.load(Ordering::Acquire)).take(n).for_each(|s| s.wake());
+    }
+
+    pub fn wake_all(&self) {
+        self.waiters.iter().for_each(|s| s.wake());
+    }
+
+    /// Applies one message, by the channel's policy.
+    pub fn deliver(&self, payload: &[u8]) {
+        match self.policy.decode(payload) {
+            Wake::None => {}
+            Wake::First(n) => self.wake_first(n),
+            Wake::All => self.wake_all(),
+        }
+    }
+}
