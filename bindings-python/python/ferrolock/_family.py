@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _C = TypeVar("_C", bound="_ClientBase")
 _L = TypeVar("_L")
+_N = TypeVar("_N", _native.Semaphore, _native.PermitSemaphore, _native.Latch)
 
 
 # ---------------------------------------------------------------------------
@@ -98,34 +99,46 @@ class ReadWriteLock(_ReadWriteLockBase["Client", Lock]):
 
 
 # ---------------------------------------------------------------------------
-# Semaphores.
+# The counters' base.
 
 
-class _SemaphoreBase(Generic[_C]):
-    """What :class:`Semaphore` and :class:`ferrolock.aio.Semaphore` share."""
+class _CounterBase(Generic[_C, _N]):
+    """What every counter class shares (both semaphores and the latch, blocking
+    and asyncio): the client it was made from, its native object, its name."""
 
     _PUBLIC_NAME: str
 
-    def __init__(self, client: _C, name: str) -> None:
-        """The semaphore ``name`` of ``client``; use ``client.semaphore(name)``."""
+    def __init__(self, client: _C, native: _N) -> None:
         self._client = client
-        self._native = client._native.semaphore(name)
+        self._native: _N = native
 
     @property
     def name(self) -> str:
-        """The semaphore's name."""
+        """Its name."""
         return self._native.name
 
     @property
     def client(self) -> _C:
-        """The client this semaphore was made from."""
+        """The client it was made from."""
         return self._client
-
-    def _timed_out(self, permits: int, timeout: float | None) -> LockTimeoutError:
-        return LockTimeoutError(f'semaphore "{self.name}": {permits} permit(s) were not free within {timeout} s')
 
     def __repr__(self) -> str:
         return f"<{self._PUBLIC_NAME} {self.name!r}>"
+
+
+# ---------------------------------------------------------------------------
+# Semaphores.
+
+
+class _SemaphoreBase(_CounterBase[_C, _native.Semaphore]):
+    """What :class:`Semaphore` and :class:`ferrolock.aio.Semaphore` share."""
+
+    def __init__(self, client: _C, name: str) -> None:
+        """The semaphore ``name`` of ``client``; use ``client.semaphore(name)``."""
+        super().__init__(client, client._native.semaphore(name))
+
+    def _timed_out(self, permits: int, timeout: float | None) -> LockTimeoutError:
+        return LockTimeoutError(f'semaphore "{self.name}": {permits} permit(s) were not free within {timeout} s')
 
 
 class Semaphore(_SemaphoreBase["Client"], _Scoped):
@@ -209,26 +222,13 @@ def _permit_id(permit: object) -> str:
     raise TypeError(f"permit must be a ferrolock.Permit or its id (str), not {type(permit).__name__}")
 
 
-class _PermitSemaphoreBase(Generic[_C]):
+class _PermitSemaphoreBase(_CounterBase[_C, _native.PermitSemaphore]):
     """What :class:`PermitExpirableSemaphore` and its asyncio twin share."""
-
-    _PUBLIC_NAME: str
 
     def __init__(self, client: _C, name: str) -> None:
         """The permit-expirable semaphore ``name`` of ``client``; use
         ``client.permit_expirable_semaphore(name)``."""
-        self._client = client
-        self._native = client._native.permit_semaphore(name)
-
-    @property
-    def name(self) -> str:
-        """The semaphore's name."""
-        return self._native.name
-
-    @property
-    def client(self) -> _C:
-        """The client this semaphore was made from."""
-        return self._client
+        super().__init__(client, client._native.permit_semaphore(name))
 
     @staticmethod
     def _check_acquire(timeout: float | None, lease: float | None) -> None:
@@ -240,9 +240,6 @@ class _PermitSemaphoreBase(Generic[_C]):
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
         return LockTimeoutError(f'permit-expirable semaphore "{self.name}": no permit was free within {timeout} s')
-
-    def __repr__(self) -> str:
-        return f"<{self._PUBLIC_NAME} {self.name!r}>"
 
 
 class PermitExpirableSemaphore(_PermitSemaphoreBase["Client"]):
@@ -294,28 +291,12 @@ class PermitExpirableSemaphore(_PermitSemaphoreBase["Client"]):
 # The count-down latch.
 
 
-class _LatchBase(Generic[_C]):
+class _LatchBase(_CounterBase[_C, _native.Latch]):
     """What :class:`CountDownLatch` and its asyncio twin share."""
-
-    _PUBLIC_NAME: str
 
     def __init__(self, client: _C, name: str) -> None:
         """The count-down latch ``name`` of ``client``; use ``client.count_down_latch(name)``."""
-        self._client = client
-        self._native = client._native.latch(name)
-
-    @property
-    def name(self) -> str:
-        """The latch's name."""
-        return self._native.name
-
-    @property
-    def client(self) -> _C:
-        """The client this latch was made from."""
-        return self._client
-
-    def __repr__(self) -> str:
-        return f"<{self._PUBLIC_NAME} {self.name!r}>"
+        super().__init__(client, client._native.latch(name))
 
 
 class CountDownLatch(_LatchBase["Client"]):
