@@ -20,6 +20,10 @@ const PERMIT_USING = optionKeys('permitExpirableSemaphore.using', ['waitMs', 'le
 const LATCH_WAIT = optionKeys('countDownLatch.wait', ['waitMs', 'signal']);
 
 const kCreate = Symbol('create');
+// What a semaphore class gives its base: taking with checked options (the Permits or
+// Permit, or null when not free in time), and what using() says then.
+const kTake = Symbol('take');
+const kNotFree = Symbol('notFree');
 
 /** A count the call cannot do without (its range is core's). */
 function needed(value, what, call) {
@@ -89,17 +93,25 @@ class Permits {
   }
 }
 
-/**
- * Redisson's `RSemaphore`: a count of free permits under one name. Permits are not
- * owned: anyone may give back any number (`release(n)`), and a process that ends
- * holding some does not give them back.
- */
-class Semaphore {
-  #native;
+let nativeOf;
 
-  constructor(key, nativeSemaphore) {
-    checkHandle(key, nativeSemaphore, 'client.semaphore(name)');
+/**
+ * What both semaphores share: the native handle and its name, trySetPermits, the
+ * option checks of acquire() and using(), using() itself, available(), inspect.
+ */
+class SemaphoreBase {
+  #native;
+  #optionKeys;
+
+  static {
+    // The subclasses reach the native handle through this; nothing outside the module can.
+    nativeOf = (semaphore) => semaphore.#native;
+  }
+
+  constructor(key, nativeSemaphore, how, optionKeys) {
+    checkHandle(key, nativeSemaphore, how);
     this.#native = nativeSemaphore;
+    this.#optionKeys = optionKeys;
   }
 
   get name() {
@@ -111,65 +123,75 @@ class Semaphore {
     return call(() => this.#native.trySetPermits(needed(permits, 'permits', 'trySetPermits')));
   }
 
-  /**
-   * Takes `permits` (default 1), waiting as long as it takes, or at most `waitMs`:
-   * resolves with the Permits, or null when not enough were free in time. `signal`
-   * aborts the wait (AbortError), taking nothing.
-   */
   acquire(options) {
     let o;
     try {
-      o = optionsObject(options, SEM_ACQUIRE);
+      o = optionsObject(options, this.#optionKeys.acquire);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#acquire(o);
+    return this[kTake](o);
   }
 
-  async #acquire(o) {
+  async using(fn, options) {
+    if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
+    const o = optionsObject(options, this.#optionKeys.using);
+    const held = await this[kTake](o);
+    if (!held) throw new NotAcquiredError(this[kNotFree](o));
+    return holding(held, fn);
+  }
+
+  available() {
+    return call(() => this.#native.available());
+  }
+
+  [inspect.custom](depth, options, inspectValue) {
+    const kind = this.constructor.name;
+    if (depth < 0) return options.stylize(`[${kind} ${this.name}]`, 'special');
+    return `${kind} ${inspectValue({ name: this.name }, options)}`;
+  }
+}
+
+/**
+ * Redisson's `RSemaphore`: a count of free permits under one name. Permits are not
+ * owned: anyone may give back any number (`release(n)`), and a process that ends
+ * holding some does not give them back.
+ *
+ * `acquire()` takes `permits` (default 1), waiting as long as it takes, or at most
+ * `waitMs`: it resolves with the Permits, or null when not enough were free in time;
+ * `signal` aborts the wait (AbortError), taking nothing. `using(fn)` takes them, runs
+ * `fn(permits)` and always gives them back (NotAcquiredError when `waitMs` runs out).
+ * `available()`: the free permits now (0 for a semaphore that does not exist).
+ */
+class Semaphore extends SemaphoreBase {
+  constructor(key, nativeSemaphore) {
+    super(key, nativeSemaphore, 'client.semaphore(name)', { acquire: SEM_ACQUIRE, using: SEM_USING });
+  }
+
+  async [kTake](o) {
     const n = count(o.permits, 'permits') ?? 1;
     const waitMs = ms(o.waitMs, 'waitMs');
     const signal = checkSignal(o.signal);
     const taken = await abortable(
-      (cancelId) => this.#native.acquire(n, waitMs, cancelId),
+      (cancelId) => nativeOf(this).acquire(n, waitMs, cancelId),
       signal,
       `the wait for ${n} permit(s) of semaphore "${this.name}" was aborted; nothing was taken`,
     );
     return taken ? new Permits(kCreate, this, n) : null;
   }
 
-  /**
-   * Takes `permits` (default 1), runs `fn(permits)`, and always gives them back. With
-   * `waitMs`, rejects with NotAcquiredError when that runs out.
-   */
-  async using(fn, options) {
-    if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
-    const o = optionsObject(options, SEM_USING);
-    const permits = await this.#acquire(o);
-    if (!permits) {
-      throw new NotAcquiredError(`${o.permits ?? 1} permit(s) of semaphore "${this.name}" were not free within ${o.waitMs} ms`);
-    }
-    return holding(permits, fn);
+  [kNotFree](o) {
+    return `${o.permits ?? 1} permit(s) of semaphore "${this.name}" were not free within ${o.waitMs} ms`;
   }
 
   /** Gives `permits` (default 1) back, whoever took them; resolves with the free permits right after. */
   async release(permits) {
-    return call(() => this.#native.release(count(permits, 'permits') ?? 1));
-  }
-
-  /** The free permits now (0 for a semaphore that does not exist). */
-  available() {
-    return call(() => this.#native.available());
+    return call(() => nativeOf(this).release(count(permits, 'permits') ?? 1));
   }
 
   /** Takes every free permit; resolves with how many (give them back with `release(n)`). */
   drain() {
-    return call(() => this.#native.drain());
-  }
-
-  [inspect.custom](depth, options, inspectValue) {
-    if (depth < 0) return options.stylize(`[Semaphore ${this.name}]`, 'special');
-    return `Semaphore ${inspectValue({ name: this.name }, options)}`;
+    return call(() => nativeOf(this).drain());
   }
 }
 
@@ -223,63 +245,32 @@ class Permit {
  * Redisson's `RPermitExpirableSemaphore`: permits with ids and optional leases. A
  * permit whose lease runs out comes back by itself; a waiter wakes by a release
  * message or by the nearest expiry.
+ *
+ * `acquire()` takes a permit, waiting as long as it takes or at most `waitMs`, with
+ * an optional `leaseMs`: it resolves with the Permit, or null when none was free in
+ * time; `signal` aborts the wait (AbortError), taking nothing. `using(fn)` takes one,
+ * runs `fn(permit)` and always releases it (NotAcquiredError when `waitMs` runs out).
+ * `available()`: the free permits now, after the expired ones came back.
  */
-class PermitExpirableSemaphore {
-  #native;
-
+class PermitExpirableSemaphore extends SemaphoreBase {
   constructor(key, nativeSemaphore) {
-    checkHandle(key, nativeSemaphore, 'client.permitExpirableSemaphore(name)');
-    this.#native = nativeSemaphore;
+    super(key, nativeSemaphore, 'client.permitExpirableSemaphore(name)', { acquire: PERMIT_ACQUIRE, using: PERMIT_USING });
   }
 
-  get name() {
-    return this.#native.name;
-  }
-
-  /** Gives the semaphore `permits` free permits if it does not exist yet; false if it does (left alone). */
-  async trySetPermits(permits) {
-    return call(() => this.#native.trySetPermits(needed(permits, 'permits', 'trySetPermits')));
-  }
-
-  /**
-   * Takes a permit, waiting as long as it takes or at most `waitMs`, with an optional
-   * `leaseMs`: resolves with the Permit, or null when none was free in time. `signal`
-   * aborts the wait (AbortError), taking nothing.
-   */
-  acquire(options) {
-    let o;
-    try {
-      o = optionsObject(options, PERMIT_ACQUIRE);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#acquire(o);
-  }
-
-  async #acquire(o) {
+  async [kTake](o) {
     const waitMs = ms(o.waitMs, 'waitMs');
     const leaseMs = ms(o.leaseMs, 'leaseMs');
     const signal = checkSignal(o.signal);
     const id = await abortable(
-      (cancelId) => this.#native.acquire(waitMs, leaseMs, cancelId),
+      (cancelId) => nativeOf(this).acquire(waitMs, leaseMs, cancelId),
       signal,
       `the wait for a permit of permit-expirable semaphore "${this.name}" was aborted; nothing was taken`,
     );
     return id ? new Permit(kCreate, this, id, leaseMs) : null;
   }
 
-  /**
-   * Takes a permit, runs `fn(permit)`, and always releases it. With `waitMs`, rejects
-   * with NotAcquiredError when that runs out.
-   */
-  async using(fn, options) {
-    if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
-    const o = optionsObject(options, PERMIT_USING);
-    const permit = await this.#acquire(o);
-    if (!permit) {
-      throw new NotAcquiredError(`no permit of permit-expirable semaphore "${this.name}" was free within ${o.waitMs} ms`);
-    }
-    return holding(permit, fn);
+  [kNotFree](o) {
+    return `no permit of permit-expirable semaphore "${this.name}" was free within ${o.waitMs} ms`;
   }
 
   /**
@@ -292,17 +283,7 @@ class PermitExpirableSemaphore {
     if (typeof permit !== 'string') {
       throw new ArgumentTypeError(`release() needs a Permit or a permit id (string), not ${typeOf(permit)}`);
     }
-    return call(() => this.#native.release(permit));
-  }
-
-  /** The free permits now, after the expired ones came back. */
-  available() {
-    return call(() => this.#native.available());
-  }
-
-  [inspect.custom](depth, options, inspectValue) {
-    if (depth < 0) return options.stylize(`[PermitExpirableSemaphore ${this.name}]`, 'special');
-    return `PermitExpirableSemaphore ${inspectValue({ name: this.name }, options)}`;
+    return call(() => nativeOf(this).release(permit));
   }
 }
 
