@@ -5,6 +5,8 @@
 //! Core's guards (`Permits`, `Permit`) are never kept here: they would give back on
 //! drop, and a JS object's garbage collection must not end anything.
 
+use std::future::Future;
+
 use napi::bindgen_prelude::PromiseRaw;
 use napi::Env;
 use napi_derive::napi;
@@ -25,6 +27,43 @@ fn whole(value: f64, what: &str, min: u64) -> Result<u64> {
 /// A u64 from core as a JS number (counts of permits stay far below 2^53).
 fn num(n: u64) -> f64 {
     n as f64
+}
+
+/// What both semaphores' native classes do alike. A napi class has no base class,
+/// so each class's method forwards to [`try_set_permits`] and [`available`].
+trait AnySemaphore: Clone + Send + 'static {
+    fn try_set(&self, permits: u64) -> impl Future<Output = ferrolock::Result<bool>> + Send + '_;
+    fn free(&self) -> impl Future<Output = ferrolock::Result<u64>> + Send + '_;
+}
+
+impl AnySemaphore for ferrolock::Semaphore {
+    fn try_set(&self, permits: u64) -> impl Future<Output = ferrolock::Result<bool>> + Send + '_ {
+        self.try_set_permits(permits)
+    }
+
+    fn free(&self) -> impl Future<Output = ferrolock::Result<u64>> + Send + '_ {
+        self.available()
+    }
+}
+
+impl AnySemaphore for ferrolock::PermitExpirableSemaphore {
+    fn try_set(&self, permits: u64) -> impl Future<Output = ferrolock::Result<bool>> + Send + '_ {
+        self.try_set_permits(permits)
+    }
+
+    fn free(&self) -> impl Future<Output = ferrolock::Result<u64>> + Send + '_ {
+        self.available()
+    }
+}
+
+fn try_set_permits<'env>(env: &'env Env, sem: &impl AnySemaphore, permits: f64) -> napi::Result<PromiseRaw<'env, bool>> {
+    let sem = sem.clone();
+    promise(env, async move { sem.try_set(whole(permits, "permits", 0)?).await.js() })
+}
+
+fn available<'env>(env: &'env Env, sem: &impl AnySemaphore) -> napi::Result<PromiseRaw<'env, f64>> {
+    let sem = sem.clone();
+    promise(env, async move { sem.free().await.js().map(num) })
 }
 
 /// Redisson's `RSemaphore`: permits nobody owns.
@@ -49,8 +88,7 @@ impl NativeSemaphore {
     /// Sets `permits` free permits if the semaphore does not exist yet; false if it does.
     #[napi]
     pub fn try_set_permits<'env>(&self, env: &'env Env, permits: f64) -> napi::Result<PromiseRaw<'env, bool>> {
-        let sem = self.sem.clone();
-        promise(env, async move { sem.try_set_permits(whole(permits, "permits", 0)?).await.js() })
+        try_set_permits(env, &self.sem, permits)
     }
 
     /// Takes `permits`, waiting at most `waitMs` (unbounded when absent); false when
@@ -81,8 +119,7 @@ impl NativeSemaphore {
     /// The free permits now (0 for a semaphore that does not exist).
     #[napi]
     pub fn available<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
-        let sem = self.sem.clone();
-        promise(env, async move { sem.available().await.js().map(num) })
+        available(env, &self.sem)
     }
 
     /// Takes every free permit; resolves with how many.
@@ -115,8 +152,7 @@ impl NativePermitSemaphore {
     /// Sets `permits` free permits if the semaphore does not exist yet; false if it does.
     #[napi]
     pub fn try_set_permits<'env>(&self, env: &'env Env, permits: f64) -> napi::Result<PromiseRaw<'env, bool>> {
-        let sem = self.sem.clone();
-        promise(env, async move { sem.try_set_permits(whole(permits, "permits", 0)?).await.js() })
+        try_set_permits(env, &self.sem, permits)
     }
 
     /// Takes a permit, waiting at most `waitMs` (unbounded when absent), with an
@@ -150,8 +186,7 @@ impl NativePermitSemaphore {
     /// The free permits now, after the expired ones came back.
     #[napi]
     pub fn available<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
-        let sem = self.sem.clone();
-        promise(env, async move { sem.available().await.js().map(num) })
+        available(env, &self.sem)
     }
 }
 
