@@ -12,14 +12,16 @@ cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).
 cargo test -p ferrolock --features spans --test spans
 
-echo "== C binding"
-bash bindings-c/test.sh
-
 echo "== release artifacts (scripts/package.sh --ci: built as a release is, without LTO; static checks, one install-and-run each)"
 bash scripts/package.sh --ci
-# The Python suite (here and behind the cross-language one) runs on that wheel, installed.
+# The Python suites (the binding's, and the cross-language workers) run on that wheel,
+# installed; the C tests link the tarball's static library instead of building their own.
 FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
-export FERROLOCK_PYTHON_WHEEL
+FERROLOCK_C_TARBALL=$(ls "$PWD"/dist/c/ferrolock-*-x86_64-linux-gnu.tar.gz)
+export FERROLOCK_PYTHON_WHEEL FERROLOCK_C_TARBALL
+
+echo "== C binding"
+bash bindings-c/test.sh
 
 echo "== Python binding"
 bash bindings-python/test.sh

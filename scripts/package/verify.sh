@@ -83,6 +83,13 @@ verify_static() {
     nm -D --defined-only "$lib/libferrolock.so.$VERSION" | awk '{print $3}' | sort |
         diff -u "$ROOT/bindings-c/abi/symbols.txt" - || { echo "exports differ from bindings-c/abi/symbols.txt" >&2; return 1; }
     echo "  c: exports exactly bindings-c/abi/symbols.txt ($(wc -l <"$ROOT/bindings-c/abi/symbols.txt") ferrolock_* symbols)"
+    local archive
+    archive=$(stat -c %s "$lib/libferrolock.a")
+    if [ "$PACKAGE_PROFILE" = dist ] && ((archive > 16 * 1024 * 1024)); then
+        echo "libferrolock.a is $archive bytes, over 16 MiB: is the dist profile's LTO gone?" >&2
+        return 1
+    fi
+    echo "  c: libferrolock.a $archive bytes ($PACKAGE_PROFILE profile; LTO builds are bounded by 16 MiB)"
     cmp "$work/c/$name/include/ferrolock.h" "$ROOT/bindings-c/include/ferrolock.h"
     echo "  c: include/ferrolock.h is the committed (generated, drift-checked) header"
 
