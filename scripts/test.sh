@@ -6,13 +6,15 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_redis_server
 ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm tmux:tmux
+# Each part's heading carries the time spent so far, so the slow parts show.
+section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
-echo "== core (Rust)"
+section "core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).
 cargo test -p ferrolock --features spans --test spans
 
-echo "== release artifacts (scripts/package.sh --ci: built as a release is, without LTO; static checks, one install-and-run each)"
+section "release artifacts (scripts/package.sh --ci: built as a release is, without LTO; static checks, one install-and-run each)"
 bash scripts/package.sh --ci
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,
 # installed; the C tests link the tarball's static library instead of building their own.
@@ -20,26 +22,26 @@ FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_
 FERROLOCK_C_TARBALL=$(ls "$PWD"/dist/c/ferrolock-*-x86_64-linux-gnu.tar.gz)
 export FERROLOCK_PYTHON_WHEEL FERROLOCK_C_TARBALL
 
-echo "== C binding"
+section "C binding"
 bash bindings-c/test.sh
 
-echo "== Python binding"
+section "Python binding"
 bash bindings-python/test.sh
 
-echo "== Node binding"
+section "Node binding"
 bash bindings-node/test.sh
 
-echo "== cross-language suite and CLI"
+section "cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
 cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top
 cargo test -p ferrolock-cli
 
-echo "== documentation: the site builds (every public name documented, no broken link) and its examples run"
+section "documentation: the site builds (every public name documented, no broken link) and its examples run"
 bash scripts/docs.sh
 bash scripts/docs-examples.sh
 
-echo "== Redisson interop (4.7.0 and 3.52.0)"
+section "Redisson interop (4.7.0 and 3.52.0)"
 # Built first so that `time` shows what the suite itself costs; --nocapture prints the
 # measured wake-up times.
 cargo test -p ferrolock-tests --test redisson --no-run
