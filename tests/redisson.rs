@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use driver::{Redisson, LEASE};
 use ferrolock::Client;
-use ferrolock_harness::{eventually, numsub, RedisServer};
+use ferrolock_harness::{eventually, numsub, script_calls, RedisServer};
 
 /// One test's world: a redis-server, the Java driver and a ferrolock client on it.
 pub struct Scene {
@@ -70,6 +70,23 @@ impl Scene {
         eventually(Duration::from_secs(20), &format!("Redisson waiting on {channel} ({command})"), || {
             let n = subscribers();
             async move { n.await >= 1 }
+        })
+        .await;
+    }
+
+    /// Like [`Scene::java_waits`], and returns only once Redisson has also tried again
+    /// after subscribing (its second acquire script): a "wake all" message (`1`, a
+    /// write release) releases only the waiters already parked on Redisson's latch
+    /// (`release(getQueueLength())`), so one published while the Java thread is still
+    /// between subscribing and parking is lost, and Redisson waits out the lease; its
+    /// own writers have the same window. Nothing else runs scripts meanwhile.
+    pub async fn java_waits_parked(&mut self, command: &str, channel: &str) {
+        let before = script_calls(&mut self.raw).await;
+        self.java_waits(command, channel).await;
+        let raw = self.raw.clone();
+        eventually(Duration::from_secs(20), &format!("Redisson's retry after subscribing ({command})"), || {
+            let mut raw = raw.clone();
+            async move { script_calls(&mut raw).await >= before + 2 }
         })
         .await;
     }

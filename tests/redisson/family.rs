@@ -101,7 +101,7 @@ pub async fn read_write_lock(version: &'static str) {
     assert_eq!(s.java.call(&format!("write try {name} 0")).await, "busy");
 
     // ferrolock's write release (1: wake all) wakes a Redisson reader.
-    s.java_waits(&format!("read try {name} {}", LEASE.as_millis()), &channel).await;
+    s.java_waits_parked(&format!("read try {name} {}", LEASE.as_millis()), &channel).await;
     let released = Instant::now();
     writer.release().await.unwrap();
     assert_eq!(s.java.reply(LEASE).await, "ok");
