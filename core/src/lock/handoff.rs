@@ -16,7 +16,6 @@
 //! [`STREAK`] hand-offs in a row a release frees the lock and publishes as usual
 //! (the count travels with the hold, so it survives the waiters' comings and goings).
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -27,25 +26,20 @@ use super::release::{release_revived, ReleaseReply};
 use crate::error::Result;
 use crate::hold::state::Acquired;
 use crate::waiting::hub::Claimed;
+use crate::waiting::claim::Claim;
 use crate::waiting::Successor;
 
 /// Local hand-offs in a row on one lock before a release frees it for everyone.
 pub(crate) const STREAK: u32 = 8;
-
-const OPEN: u8 = 0; // waiting: may be claimed
-const TRYING: u8 = 1; // running its own acquire attempt
-const CLAIMED: u8 = 2; // a release is handing the hold to it
-const CLOSED: u8 = 3; // handed, or gone
 
 /// A queued acquire that a release of the same client may hand the lock to.
 pub(crate) struct Candidate {
     pub holder: Arc<Holder>,
     /// The acquire's explicit lease (`None`: watchdog).
     pub lease_ms: Option<u64>,
-    state: AtomicU8,
-    /// The hold handed over, until the acquire takes it. Dropped untaken (the
-    /// acquire gave up), it releases the level again.
-    handed: Mutex<Option<PendingHold>>,
+    /// Its tries and a release's claim, and the hold handed over until the acquire
+    /// takes it (dropped untaken, it releases the level again).
+    claim: Claim<PendingHold>,
     /// The successor's operation lock while claimed: no other call may change its
     /// hold until the hand-off is settled.
     claim_guard: Mutex<Option<OwnedMutexGuard<()>>>,
@@ -53,50 +47,39 @@ pub(crate) struct Candidate {
 
 impl Candidate {
     pub fn new(holder: Arc<Holder>, lease_ms: Option<u64>) -> Arc<Candidate> {
-        Arc::new(Candidate { holder, lease_ms, state: AtomicU8::new(OPEN), handed: Mutex::new(None), claim_guard: Mutex::new(None) })
+        Arc::new(Candidate { holder, lease_ms, claim: Claim::default(), claim_guard: Mutex::new(None) })
     }
 
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire).is_ok()
-    }
-
-    /// Before the acquire's own attempt: false while a release is handing it the lock.
+    // The acquire's side (lock/mod.rs), as the claim has it.
     pub fn begin_attempt(&self) -> bool {
-        self.transition(OPEN, TRYING)
+        self.claim.begin_attempt()
     }
 
     pub fn end_attempt(&self) {
-        self.transition(TRYING, OPEN);
+        self.claim.end_attempt()
     }
 
-    /// The acquire gives up (its wait is over); false if a hand-off is under way.
     pub fn close(&self) -> bool {
-        self.transition(OPEN, CLOSED)
+        self.claim.close()
     }
 
-    /// True while a release is handing the lock to this acquire.
     pub fn is_claimed(&self) -> bool {
-        self.state.load(Ordering::Acquire) == CLAIMED
+        self.claim.is_claimed()
     }
 
     pub fn take_handed(&self) -> Option<PendingHold> {
-        self.handed.lock().unwrap().take()
+        self.claim.take_handed()
     }
 
     pub(crate) fn unclaim(&self) {
         self.claim_guard.lock().unwrap().take();
-        self.transition(CLAIMED, OPEN);
-    }
-
-    fn hand(&self, pending: PendingHold) {
-        *self.handed.lock().unwrap() = Some(pending);
-        self.state.store(CLOSED, Ordering::Release);
+        self.claim.unclaim();
     }
 }
 
 impl Successor for Candidate {
     fn try_claim(&self, releaser: u64) -> bool {
-        if self.holder.uid == releaser || !self.transition(OPEN, CLAIMED) {
+        if self.holder.uid == releaser || !self.claim.claim() {
             return false;
         }
         // A successor busy with a call of its own is skipped, never waited for.
@@ -106,7 +89,7 @@ impl Successor for Candidate {
                 true
             }
             Err(_) => {
-                self.transition(CLAIMED, OPEN);
+                self.claim.unclaim();
                 false
             }
         }
@@ -149,7 +132,7 @@ impl Handoff {
         if early && !successor.is_fenced() {
             let hold = successor.apply(Acquired { count: 1, token: None, lease_ms: lease, sent_at, streak, unconfirmed: true });
             handoff.early = Some(successor.cell.state.lock().unwrap().generation);
-            handoff.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
+            handoff.candidate.claim.hand(PendingHold::new(Level { holder: successor, hold }));
             (handoff.wake)();
         }
         Some(handoff)
@@ -195,7 +178,7 @@ impl Handoff {
             (None, Ok(Some(token))) => {
                 let token = successor.is_fenced().then_some(token);
                 let hold = successor.apply(Acquired { count: 1, token, lease_ms: self.candidate.lease_ms, sent_at: self.sent_at, streak: self.streak, unconfirmed: false });
-                self.candidate.hand(PendingHold::new(Level { holder: successor, hold }));
+                self.candidate.claim.hand(PendingHold::new(Level { holder: successor, hold }));
                 (self.wake)();
             }
             (None, _) => {

@@ -11,10 +11,12 @@
 //! gives its permits back.
 
 mod expirable;
+mod handoff;
+mod unanswered;
 
 pub use expirable::{Permit, PermitExpirableSemaphore};
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::ctx::{Alive, Ctx};
@@ -23,6 +25,9 @@ use crate::hold::pending::{to_completion, Pending, Undo};
 use crate::metrics::AcquireTiming;
 use crate::names::CounterNames;
 use crate::request::{latch_ttl, latch_ttl_ms, until_answered};
+use crate::waiting::Successor;
+use handoff::Waiting;
+use unanswered::settle;
 use crate::scripts;
 use crate::validate;
 use crate::waiting::{self, Attempt, Policy};
@@ -166,6 +171,7 @@ impl Semaphore {
             &Take {
                 semaphore: self,
                 permits,
+                waiting: OnceLock::new(),
             },
             channel,
             deadline,
@@ -176,33 +182,13 @@ impl Semaphore {
     }
 
     /// Gives `permits` back (to anyone: permits are not owned) and wakes that many
-    /// waiters; returns the free permits right after. Once per call even if a reply is lost.
+    /// waiters, or hands them to a waiter of this client queued for exactly that
+    /// many (handoff.rs); returns the free permits right after. Once per call even
+    /// if a reply is lost.
     pub async fn release(&self, permits: u64) -> Result<u64> {
         validate::count("permits", permits, 1)?;
-        let inner = self.inner.clone();
-        let ctx = inner.ctx.clone();
-        let context = self.context("releasing permits of");
-        to_completion(&ctx, async move {
-            let ctx = &inner.ctx;
-            let latch = inner.names.request_reply(ctx.next_request());
-            let mut call = scripts::SEMAPHORE_RELEASE.prepare_invoke();
-            call.key(&inner.names.name)
-                .key(&inner.names.channel)
-                .key(&latch)
-                .arg(permits)
-                .arg(ctx.transport.publish_command())
-                .arg(latch_ttl_ms(ctx));
-            let free: i64 = until_answered(
-                ctx,
-                &call,
-                &context,
-                Instant::now() + ctx.config.retry_window,
-            )
-            .await?;
-            ctx.remove_latch_later(latch);
-            Ok(free.max(0) as u64)
-        })
-        .await
+        let ctx = self.inner.ctx.clone();
+        to_completion(&ctx, handoff::release(self.clone(), permits)).await
     }
 
     /// The free permits now (0 for a semaphore that does not exist).
@@ -261,7 +247,7 @@ fn give_back_later(semaphore: Semaphore, permits: u64) {
 }
 
 /// Permits on their way to a caller: given back if nobody takes them.
-struct Taken {
+pub(crate) struct Taken {
     semaphore: Semaphore,
     permits: u64,
 }
@@ -273,10 +259,13 @@ impl Undo for Taken {
     }
 }
 
-/// One acquire as the waiting engine drives it.
+/// One acquire as the waiting engine drives it. Queued, it offers a [`Waiting`]
+/// that a release of this client may hand its permits to.
 struct Take<'a> {
     semaphore: &'a Semaphore,
     permits: u64,
+    /// Made when the acquire starts waiting (the uncontended path needs none).
+    waiting: OnceLock<Arc<Waiting>>,
 }
 
 impl waiting::Acquire for Take<'_> {
@@ -289,6 +278,32 @@ impl waiting::Acquire for Take<'_> {
             let ctx = semaphore.inner.ctx.clone();
             to_completion(&ctx, take(semaphore, permits)).await
         }
+    }
+
+    fn successor(&self) -> Option<Arc<dyn Successor>> {
+        Some(self.waiting.get_or_init(|| Waiting::new(self.permits)).clone())
+    }
+
+    fn handed(&self) -> Option<Pending<Taken>> {
+        self.waiting.get()?.claim.take_handed()
+    }
+
+    fn begin_attempt(&self) -> bool {
+        self.waiting.get().is_none_or(|w| w.claim.begin_attempt())
+    }
+
+    fn end_attempt(&self) {
+        if let Some(w) = self.waiting.get() {
+            w.claim.end_attempt();
+        }
+    }
+
+    fn being_handed(&self) -> bool {
+        self.waiting.get().is_some_and(|w| w.claim.is_claimed())
+    }
+
+    fn give_up(&self) -> bool {
+        self.waiting.get().is_none_or(|w| w.claim.close())
     }
 }
 
@@ -328,41 +343,11 @@ async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Take
                 permits,
                 latch,
                 sent_at + latch_ttl(ctx) / 2,
+                false,
             );
             ctx.runtime.spawn(resolver);
             Err(e)
         }
         Err(e) => Err(e),
-    }
-}
-
-/// Settles an acquire whose reply never came (give_back.lua), trying until Redis
-/// answers or the request's latch is about to expire.
-async fn settle(semaphore: Semaphore, permits: u64, latch: Vec<u8>, until: Instant) {
-    let ctx = &semaphore.inner.ctx;
-    let mut call = scripts::SEMAPHORE_GIVE_BACK.prepare_invoke();
-    call.key(&semaphore.inner.names.name)
-        .key(&semaphore.inner.names.channel)
-        .key(&latch)
-        .arg(permits)
-        .arg(ctx.transport.publish_command())
-        .arg(latch_ttl_ms(ctx));
-    match until_answered::<i64>(
-        ctx,
-        &call,
-        &semaphore.context("settling an unanswered acquire of"),
-        until,
-    )
-    .await
-    {
-        Ok(gave_back) => {
-            if gave_back == 1 {
-                tracing::info!(semaphore = %semaphore.name(), "an acquire whose reply was lost had taken {permits} permit(s); given back");
-            }
-            ctx.remove_latch_later(latch);
-        }
-        Err(e) => {
-            tracing::warn!(semaphore = %semaphore.name(), "{e}; if that acquire took permits they stay taken")
-        }
     }
 }

@@ -49,9 +49,11 @@ impl Policy {
 
 /// A waiter a release of this client may hand its hold to.
 pub(crate) trait Successor: Send + Sync {
-    /// Claims this waiter for a hand-off by the holder `releaser`; false if it
-    /// cannot take one now (it is the releaser, busy, or already claimed).
-    fn try_claim(&self, releaser: u64) -> bool;
+    /// Claims this waiter for a hand-off of what a release offers (a lock: the
+    /// releasing holder's id; a semaphore: the permits it returns); false if it
+    /// cannot take that now (it is the releaser, wants other permits, is busy, or
+    /// is already claimed).
+    fn try_claim(&self, offer: u64) -> bool;
     /// The concrete waiter, for the primitive that made it.
     fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
@@ -69,6 +71,9 @@ pub(super) struct Shared {
     pub refused_warned: AtomicBool,
     /// Acquires parked between tries, waiting for a wake-up.
     pub parked: AtomicUsize,
+    /// Entries in `State::streaks`: while there are none and nobody waits, a
+    /// release has nothing to ask the hub.
+    pub streaking: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -77,6 +82,10 @@ pub(super) struct State {
     /// Channels whose subscription may need changing; the connection task drains it.
     pub reconcile: Option<mpsc::UnboundedSender<Vec<u8>>>,
     pub task: Option<JoinHandle<()>>,
+    /// Hand-offs in a row per channel, for what has no holder to count them (a
+    /// semaphore's permits). Kept apart from `channels`, whose entries go whenever
+    /// the client has no waiter left; an entry goes with the next release that frees.
+    pub streaks: HashMap<Vec<u8>, u32>,
 }
 
 pub(super) struct Channel {

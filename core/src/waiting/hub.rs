@@ -80,6 +80,7 @@ impl Hub {
             waiting: AtomicUsize::new(0),
             refused_warned: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
+            streaking: AtomicUsize::new(0),
         };
         Hub { shared: Arc::new(shared) }
     }
@@ -150,14 +151,27 @@ impl Hub {
             return None;
         }
         let state = self.shared.state.lock().unwrap();
-        let entry = state.channels.get(channel)?;
-        entry.waiters.iter().find_map(|slot| {
-            let successor = slot.successor.as_ref()?;
-            successor.try_claim(releaser).then(|| {
-                let wake_slot = slot.clone();
-                Claimed { successor: successor.clone(), wake: Box::new(move || wake_slot.wake()) }
-            })
-        })
+        first_claim(state.channels.get(channel)?, releaser)
+    }
+
+    /// [`Hub::claim_successor`] for what nobody owns (a semaphore's permits), so no
+    /// hold can count the hand-offs: the client counts them per channel, and after
+    /// `streak` in a row the next release goes to everyone, since waiters of other
+    /// clients only wake by message.
+    pub fn claim_in_turn(&self, channel: &[u8], offer: u64, streak: u32) -> Option<Claimed> {
+        if self.shared.waiting.load(Ordering::Acquire) == 0 && self.shared.streaking.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut state = self.shared.state.lock().unwrap();
+        let so_far = state.streaks.get(channel).copied().unwrap_or(0);
+        let claimed = if so_far < streak { state.channels.get(channel).and_then(|c| first_claim(c, offer)) } else { None };
+        if claimed.is_some() {
+            *state.streaks.entry(channel.to_vec()).or_default() += 1;
+        } else {
+            state.streaks.remove(channel);
+        }
+        self.shared.streaking.store(state.streaks.len(), Ordering::Release);
+        claimed
     }
 
     /// Acquires of this client parked between tries (on every channel).
@@ -198,4 +212,15 @@ impl Drop for Parked<'_> {
     fn drop(&mut self) {
         self.0.shared.parked.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// The first waiter of `entry`, in queue order, that takes the release's `offer`.
+fn first_claim(entry: &Channel, offer: u64) -> Option<Claimed> {
+    entry.waiters.iter().find_map(|slot| {
+        let successor = slot.successor.as_ref()?;
+        successor.try_claim(offer).then(|| {
+            let wake_slot = slot.clone();
+            Claimed { successor: successor.clone(), wake: Box::new(move || wake_slot.wake()) }
+        })
+    })
 }

@@ -13,6 +13,7 @@
 //! instead of "not acquired". The first try's error still reaches the caller at once.
 
 mod channels;
+pub(crate) mod claim;
 pub(crate) mod hub;
 mod subscriber;
 

@@ -1,0 +1,201 @@
+//! Same-client permit hand-off: a release that finds a waiter of its own client
+//! queued for the permits it returns gives them to it inside the release script
+//! (one call, no message, the count never moves), still lets other clients in
+//! after a streak, and a hand-off whose outcome is unknown is settled to act once.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use ferrolock::{Client, Semaphore};
+use futures_util::StreamExt;
+use redis::AsyncCommands;
+
+/// Spawns `sem.acquire(permits)` (kept: forgotten) and returns once it is waiting:
+/// subscribed, its attempts run, and parked (so a release may hand to it).
+async fn spawn_waiter(raw: &redis::aio::MultiplexedConnection, client: &Client, sem: &Semaphore, permits: u64) -> tokio::task::JoinHandle<u64> {
+    let mut raw = raw.clone();
+    let calls = script_calls(&mut raw).await;
+    let parked = client.waiting_acquires();
+    let waiting = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.acquire(permits).await.unwrap().forget() }
+    });
+    eventually(Duration::from_secs(5), "the waiter tried twice and parked", || {
+        let mut raw = raw.clone();
+        let now_parked = client.waiting_acquires();
+        async move { script_calls(&mut raw).await >= calls + 2 && now_parked == parked + 1 }
+    })
+    .await;
+    waiting
+}
+
+async fn value(raw: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
+    raw.get(key).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_its_permits_to_a_waiter_of_the_same_client_without_freeing_them() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("KA").query_async(&mut raw).await.unwrap();
+    let c = client(&server.url(), 10_000).await;
+    let other = client(&server.url(), 10_000).await;
+    let sem = c.semaphore("slots").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    sem.acquire(1).await.unwrap().forget();
+    // Another client waits first: the permit still goes to the releaser's own waiter.
+    let outsider = spawn_waiter(&raw, &other, &other.semaphore("slots").unwrap(), 1).await;
+    let mine = spawn_waiter(&raw, &c, &c.semaphore("slots").unwrap(), 1).await;
+    // Everything that happens to the key or on its channel, in order.
+    let mut events = redis::Client::open(server.url()).unwrap().get_async_pubsub().await.unwrap();
+    events.subscribe(&["redisson_sc:{slots}", "__keyspace@0__:slots"]).await.unwrap();
+    let mut events = events.into_on_message();
+    let (scripts, publishes) = (script_calls(&mut raw).await, command_calls(&mut raw, &["publish"]).await);
+
+    assert_eq!(sem.release(1).await.unwrap(), 0, "no permit free after the release");
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), mine).await.expect("handed over").unwrap(), 1);
+
+    assert_eq!(script_calls(&mut raw).await - scripts, 1, "the release script alone moved the permit");
+    assert_eq!(command_calls(&mut raw, &["publish"]).await, publishes, "nothing published: the permit never went free");
+    assert_eq!(value(&mut raw, "slots").await.as_deref(), Some("0"));
+    let _: i64 = raw.publish("redisson_sc:{slots}", "marker").await.unwrap();
+    let first = events.next().await.unwrap();
+    assert_eq!(
+        (first.get_channel_name().to_string(), first.get_payload::<String>().unwrap()),
+        ("redisson_sc:{slots}".to_string(), "marker".to_string()),
+        "the key was never written and nothing was published before the marker"
+    );
+    assert!(!outsider.is_finished(), "the other client's waiter never saw a free permit");
+
+    // With no waiter of its own left, a release frees the permit for everyone.
+    sem.release(1).await.unwrap();
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), outsider).await.expect("woken by the message").unwrap(), 1);
+    assert_eq!(value(&mut raw, "slots").await.as_deref(), Some("0"));
+    c.shutdown().await.unwrap();
+    other.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_for_other_permits_is_not_handed_any() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let sem = c.semaphore("pairs").unwrap();
+    assert!(sem.try_set_permits(0).await.unwrap());
+    let waiting = spawn_waiter(&raw, &c, &sem, 2).await;
+    let publishes = command_calls(&mut raw, &["publish"]).await;
+    assert_eq!(sem.release(1).await.unwrap(), 1, "one permit is not what it waits for: freed");
+    assert_eq!(command_calls(&mut raw, &["publish"]).await, publishes + 1);
+    assert_eq!(sem.release(1).await.unwrap(), 2);
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken").unwrap(), 2);
+    assert_eq!(value(&mut raw, "pairs").await.as_deref(), Some("0"));
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streak_of_permit_hand_offs_ends_with_a_release_that_publishes() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let sem = c.semaphore("streak").unwrap();
+    assert!(sem.try_set_permits(0).await.unwrap());
+    let mut published_at = Vec::new();
+    for release in 1..=27 {
+        let waiting = spawn_waiter(&raw, &c, &sem, 1).await;
+        let publishes = command_calls(&mut raw, &["publish"]).await;
+        sem.release(1).await.unwrap();
+        waiting.await.unwrap();
+        if command_calls(&mut raw, &["publish"]).await > publishes {
+            published_at.push(release);
+        }
+    }
+    // STREAK hand-offs in a row, then a release that frees the permit for everyone.
+    assert_eq!(published_at, vec![9, 18, 27], "releases that published");
+    assert_eq!(value(&mut raw, "streak").await.as_deref(), Some("0"));
+    c.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handing_permits_over_in_a_row_still_lets_other_clients_in() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let outsider_client = client(&server.url(), 10_000).await;
+    assert!(c.semaphore("busy").unwrap().try_set_permits(1).await.unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let sections = Arc::new(AtomicU64::new(0));
+    let passers: Vec<_> = (0..3)
+        .map(|_| {
+            let (sem, stop, sections) = (c.semaphore("busy").unwrap(), stop.clone(), sections.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let permits = sem.acquire(1).await.unwrap();
+                    sections.fetch_add(1, Ordering::Relaxed);
+                    permits.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    eventually(Duration::from_secs(5), "the workers pass the permit around", || {
+        let n = sections.load(Ordering::Relaxed);
+        async move { n > 50 }
+    })
+    .await;
+    let publishes = command_calls(&mut raw, &["publish"]).await;
+    let outsider = outsider_client.semaphore("busy").unwrap();
+    let got = outsider.acquire_with(1, Some(Duration::from_secs(10))).await.unwrap();
+    assert!(got.is_some(), "another client got in while three workers kept handing the permit over");
+    assert!(command_calls(&mut raw, &["publish"]).await > publishes, "woken by a release that freed the permit");
+    stop.store(true, Ordering::Relaxed);
+    got.unwrap().release().await.unwrap();
+    for p in passers {
+        p.await.unwrap();
+    }
+    assert_eq!(c.semaphore("busy").unwrap().available().await.unwrap(), 1, "no permit lost or made");
+    c.shutdown().await.unwrap();
+    outsider_client.shutdown().await.unwrap();
+}
+
+const RELEASE: &str = include_str!("../src/scripts/semaphore/release.lua");
+const GIVE_BACK: &str = include_str!("../src/scripts/semaphore/give_back.lua");
+
+/// The scripts behind a hand-off whose reply never came: the settle gives the
+/// permits back once, whether the release ran or not, and a late release does nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_hand_off_is_settled_to_release_its_permits_once() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let release = redis::Script::new(RELEASE);
+    let give_back = redis::Script::new(GIVE_BACK);
+    let _: () = raw.set("s", 0).await.unwrap();
+    let conn = raw.clone();
+    let run_release = |latch: &'static str| {
+        let (release, mut raw) = (release.clone(), conn.clone());
+        async move {
+            let free: i64 = release.key("s").key("redisson_sc:{s}").key(latch).arg(1).arg("publish").arg(60_000).arg("handoff").invoke_async(&mut raw).await.unwrap();
+            free
+        }
+    };
+    let settle = |latch: &'static str| {
+        let (give_back, mut raw) = (give_back.clone(), conn.clone());
+        async move {
+            let gave: i64 = give_back.key("s").key("redisson_sc:{s}").key(latch).arg(1).arg("publish").arg(60_000).arg("handoff").invoke_async(&mut raw).await.unwrap();
+            gave
+        }
+    };
+    // It ran (handed, the count unmoved), its reply was lost: settled, the permit is free.
+    assert_eq!(run_release("ran").await, 0);
+    assert_eq!(run_release("ran").await, 0, "a retry acts once");
+    assert_eq!(value(&mut raw, "s").await.as_deref(), Some("0"));
+    assert_eq!(settle("ran").await, 1);
+    assert_eq!(settle("ran").await, 0, "settled once");
+    assert_eq!(value(&mut raw, "s").await.as_deref(), Some("1"));
+    // It never ran: the settle releases the permit, and the request arriving late does nothing.
+    assert_eq!(settle("late").await, 1);
+    assert_eq!(run_release("late").await, 0);
+    assert_eq!(value(&mut raw, "s").await.as_deref(), Some("2"));
+}
