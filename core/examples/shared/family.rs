@@ -72,9 +72,10 @@ pub async fn fair(url: &str) {
             .collect();
         let (efficiency, h, longest) = turns(locks, 5).await;
         println!(
-            "{:<6} efficiency {:.3}, hand-off p50 / p99 {} / {}, longest wait / fair share {:.1}{}",
+            "{:<6} efficiency {:.3}{}, hand-off p50 / p99 {} / {}, longest wait / fair share {:.1}{}",
             if fair { "fair" } else { "plain" },
             efficiency,
+            if fair { " (target >= 0.85)" } else { "" },
             ms(percentile(&h, 0.5)),
             ms(percentile(&h, 0.99)),
             longest,
@@ -174,7 +175,7 @@ pub async fn semaphore(url: &str, window: Duration) {
     }
     let full = inside.lock().unwrap().2;
     println!("== semaphore: 4 permits, 16 workers, 1 ms sections, {} s", window.as_secs());
-    println!("efficiency (time with 4 inside / wall) {:.3}", full.as_secs_f64() / start.elapsed().as_secs_f64());
+    println!("efficiency (time with 4 inside / wall) {:.3}   (target >= 0.9)", full.as_secs_f64() / start.elapsed().as_secs_f64());
     for c in pool {
         c.shutdown().await.unwrap();
     }
