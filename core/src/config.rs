@@ -28,6 +28,51 @@ pub struct Config {
     /// Appended to every connection's name (`ferrolock:<client id>:<app name>`, see
     /// CLIENT LIST) so operators can tell which application a connection belongs to.
     pub app_name: Option<String>,
+    /// When a holder leaves a note (app, host, pid, thread or task, since when) beside
+    /// its hold for operators (`ferrolock status`, `top`, waiters' logs and timeouts).
+    pub holder_notes: HolderNotes,
+    /// With [`HolderNotes::Long`]: how long a hold lasts before its note is written
+    /// (default 1 s; the watchdog's next look writes it, batched with others).
+    pub holder_note_after: Duration,
+    /// An acquire that has waited this long logs, at INFO, the lock and its holder's
+    /// note, and again each time its wait doubles (default 10 s; `None`: never).
+    pub slow_wait_log: Option<Duration>,
+}
+
+/// When holders write their notes (see [`Config::holder_notes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HolderNotes {
+    /// Never: holders leave no trace beside Redisson's fields.
+    Off,
+    /// Holds that outlive [`Config::holder_note_after`]: a short hold costs nothing
+    /// (the default).
+    #[default]
+    Long,
+    /// Every hold, written right after it is taken: one more call per acquisition.
+    Always,
+}
+
+impl HolderNotes {
+    /// The mode's name, as `FromStr` reads it: "off", "long", "always".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderNotes::Off => "off",
+            HolderNotes::Long => "long",
+            HolderNotes::Always => "always",
+        }
+    }
+}
+
+impl std::str::FromStr for HolderNotes {
+    type Err = Error;
+
+    /// Reads a mode by name, for the bindings and the CLI.
+    fn from_str(name: &str) -> Result<HolderNotes> {
+        [HolderNotes::Off, HolderNotes::Long, HolderNotes::Always]
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| Error::invalid(format!("unknown holder_notes mode {name:?}; give off, long or always")))
+    }
 }
 
 impl Default for Config {
@@ -41,6 +86,9 @@ impl Default for Config {
             replica_ack: true,
             replica_ack_timeout: Duration::from_secs(1),
             app_name: None,
+            holder_notes: HolderNotes::Long,
+            holder_note_after: Duration::from_secs(1),
+            slow_wait_log: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -77,6 +125,10 @@ impl Config {
         check_range("retry_window", self.retry_window, Duration::from_millis(1), Duration::from_secs(86_400))?;
         let (min, max) = Self::REPLICA_ACK_TIMEOUT;
         check_range("replica_ack_timeout", self.replica_ack_timeout, min, max)?;
+        check_range("holder_note_after", self.holder_note_after, Duration::ZERO, crate::validate::MAX_DURATION)?;
+        if let Some(after) = self.slow_wait_log {
+            check_range("slow_wait_log", after, Duration::from_millis(1), crate::validate::MAX_DURATION)?;
+        }
         if let Some(app) = &self.app_name {
             let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
             if app.is_empty() || app.len() > 64 || !app.chars().all(allowed) {
@@ -198,6 +250,24 @@ impl ClientBuilder {
     /// characters of letters, digits, `.`, `_` and `-`); without it `ferrolock:<client id>`.
     pub fn app_name(mut self, value: impl Into<String>) -> Self {
         self.config.app_name = Some(value.into());
+        self
+    }
+
+    /// When holders write their notes (default [`HolderNotes::Long`]).
+    pub fn holder_notes(mut self, mode: HolderNotes) -> Self {
+        self.config.holder_notes = mode;
+        self
+    }
+
+    /// How long a hold lasts before its note is written in [`HolderNotes::Long`] mode (default 1 s).
+    pub fn holder_note_after(mut self, value: Duration) -> Self {
+        self.config.holder_note_after = value;
+        self
+    }
+
+    /// How long an acquire waits before it logs who is in the way (default 10 s; `None`: never).
+    pub fn slow_wait_log(mut self, value: Option<Duration>) -> Self {
+        self.config.slow_wait_log = value;
         self
     }
 }

@@ -61,14 +61,14 @@ pub mod validate;
 mod waiting;
 
 pub use client::Client;
-pub use config::{ClientBuilder, Config};
+pub use config::{ClientBuilder, Config, HolderNotes};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
 pub use inspect::{Inspection, ObjectKind, PermitOut};
 pub use latch::CountDownLatch;
 pub use metrics::{Histogram, Metrics};
 pub use semaphore::{Permit, PermitExpirableSemaphore, Permits, Semaphore};
-pub use lock::{AcquireOptions, Guard, HolderEntry, Lock, LockKind, LockOptions, LockStatus, Quorum, ReadWriteLock};
+pub use lock::{human_duration, AcquireOptions, Guard, HolderEntry, HolderNote, Lock, LockKind, LockOptions, LockStatus, Quorum, ReadWriteLock};
 pub use renewal::RenewalReport;
 pub use transport::{HostAddress, HostLink};
 

@@ -51,8 +51,27 @@ pub(crate) struct Ticket {
     pub generation: u64,
 }
 
+/// What writing or refreshing one holder note sends (lock/note.rs, scripts/lock/notes.lua).
+pub(crate) struct NoteTicket {
+    pub key: Vec<u8>,
+    pub note_key: Vec<u8>,
+    pub owner: String,
+    /// The note to write; `None` refreshes the expiry of the one written.
+    pub text: Option<String>,
+    /// How long the hold has lasted (the server turns it into "since").
+    pub held_ms: u64,
+    pub generation: u64,
+}
+
 /// A hold the client keeps (held by some primitive with an owner).
 pub(crate) trait Held: Send + Sync {
+    /// A note to write or refresh in this round, if due; `renewing`: the round renews
+    /// the hold (a written note follows its lease).
+    fn begin_note(&self, _renewing: bool) -> Option<NoteTicket> {
+        None
+    }
+    /// The note of `generation` was written.
+    fn noted(&self, _generation: u64) {}
     /// A ticket if the hold should be renewed now: with a `horizon`, only if due
     /// before it (renewals of it already in flight do not matter); counts the next
     /// renewal from now.
@@ -179,8 +198,13 @@ where
 {
     let started = Instant::now();
     let mut groups: HashMap<(&'static str, Option<u16>), Vec<(Arc<dyn Held>, Ticket)>> = HashMap::new();
+    let mut notes: HashMap<Option<u16>, Vec<(Arc<dyn Held>, NoteTicket)>> = HashMap::new();
     for hold in held.all() {
-        if let Some(ticket) = hold.begin_renewal(horizon) {
+        let ticket = hold.begin_renewal(horizon);
+        if let Some(note) = hold.begin_note(ticket.is_some()) {
+            notes.entry(transport.slot_of(&note.key)).or_default().push((hold.clone(), note));
+        }
+        if let Some(ticket) = ticket {
             let group = (ticket.script.get_hash(), transport.slot_of(&ticket.key));
             groups.entry(group).or_default().push((hold, ticket));
         }
@@ -188,8 +212,11 @@ where
     let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
     let conn = &conn;
     let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics));
+    // After the renewals on the same connection: a refreshed note takes the renewed lease.
+    let note_calls = notes.values().flat_map(|g| g.chunks(BATCH)).map(|batch| note_batch(conn, batch));
+    let (parts, _) = futures_util::future::join(futures_util::future::join_all(calls), futures_util::future::join_all(note_calls)).await;
     let mut report = RenewalReport::default();
-    for part in futures_util::future::join_all(calls).await {
+    for part in parts {
         report.renewed += part.renewed;
         report.lost += part.lost;
         report.failed += part.failed;
@@ -197,6 +224,29 @@ where
     }
     report.duration = started.elapsed();
     report
+}
+
+/// Writes or refreshes a batch of holder notes: once, best effort (a note is only
+/// informative; the next round tries a note not written again).
+async fn note_batch<F>(conn: &F, batch: &[(Arc<dyn Held>, NoteTicket)])
+where
+    F: Fn() -> Result<Conn> + Sync,
+{
+    let mut call = crate::scripts::NOTES.prepare_invoke();
+    for (_, note) in batch {
+        call.key(&note.key).key(&note.note_key).arg(&note.owner).arg(note.text.as_deref().unwrap_or("")).arg(note.held_ms);
+    }
+    let Ok(mut conn) = conn() else { return };
+    match call.invoke_async::<Vec<i64>>(&mut conn).await {
+        Ok(flags) => {
+            for ((hold, note), flag) in batch.iter().zip(flags) {
+                if flag == 1 && note.text.is_some() {
+                    hold.noted(note.generation);
+                }
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, notes = batch.len(), "holder notes not written; the next round tries again"),
+    }
 }
 
 async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)], metrics: &Recorder) -> RenewalReport

@@ -48,6 +48,8 @@ pub(crate) struct HoldState {
     /// When the watchdog should renew next: a third of the lease after the send time
     /// of the last renewal or acquisition, answered or not.
     renew_due: Instant,
+    /// The current hold's note is on the server (lock/note.rs).
+    note_written: bool,
 }
 
 /// An acquisition to apply to the local view (see [`HoldCell::apply`]).
@@ -102,6 +104,7 @@ impl HoldCell {
             streak: 0,
             unconfirmed: false,
             renew_due: now,
+            note_written: false,
         };
         Arc::new(HoldCell { ctx, uid, display, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
     }
@@ -138,6 +141,7 @@ impl HoldCell {
             }
             st.lost_error = None;
             st.lost_levels = 0;
+            st.note_written = false;
             // Set together with the hold: the watchdog must never see it half-made.
             st.streak = streak;
             st.unconfirmed = unconfirmed;
@@ -174,6 +178,8 @@ impl HoldCell {
             return;
         }
         st.lease_ms = lease_ms;
+        // Written again with the new expiry in the watchdog's next round.
+        st.note_written = false;
         st.deadline = self.deadline_after(sent_at, lease_ms);
         // A shorter lease moves the deadline earlier than the timer may look.
         self.ctx.deadlines.arm(st.deadline);
@@ -278,6 +284,34 @@ impl HoldCell {
         }
         st.renew_due = Instant::now() + self.ctx.config.renew_interval();
         Some(st.generation)
+    }
+
+    /// Whether the current hold's note should be written or refreshed now: the hold's
+    /// generation, whether the note is still to be written, how long the hold has
+    /// lasted and whether the watchdog renews it. A note is written once the hold has
+    /// lasted `after`; a written one is refreshed when the hold is renewed.
+    pub fn note_due(&self, renewing: bool, after: Duration) -> Option<(u64, bool, Duration, bool)> {
+        let st = self.state.lock().unwrap();
+        if st.count == 0 || st.unconfirmed {
+            return None;
+        }
+        let held = st.since.elapsed();
+        let due = if st.note_written { renewing } else { held >= after };
+        due.then_some((st.generation, !st.note_written, held, st.watchdog))
+    }
+
+    /// The note of the hold of `generation` is on the server.
+    pub fn note_written(&self, generation: u64) {
+        let mut st = self.state.lock().unwrap();
+        if st.generation == generation && st.count > 0 {
+            st.note_written = true;
+        }
+    }
+
+    /// After the hold ended: whether it had left a note (to remove), once.
+    pub fn take_note_written(&self) -> bool {
+        let mut st = self.state.lock().unwrap();
+        st.count == 0 && std::mem::take(&mut st.note_written)
     }
 
     /// The local deadline of the hold of `generation`, while it is held.

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, Weak};
 
+use super::who::HolderExtras;
 use super::LockKind;
 use crate::ctx::Ctx;
 use crate::hold::pending::Pending;
@@ -29,6 +30,8 @@ pub(crate) struct Holder {
     pub cell: Arc<HoldCell>,
     /// Live `Lock` handles of this holder: the last one dropped while holding is logged.
     pub handles: AtomicUsize,
+    /// Its label and command for notes, and who held the lock when it timed out.
+    pub extras: Mutex<Option<Box<HolderExtras>>>,
     registry: Weak<Holders>,
 }
 
@@ -64,6 +67,7 @@ impl Holders {
             op: Arc::new(tokio::sync::Mutex::new(())),
             cell,
             handles: AtomicUsize::new(0),
+            extras: Mutex::new(None),
             registry: Arc::downgrade(self),
         });
         map.insert(key, Arc::downgrade(&holder));

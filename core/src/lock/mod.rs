@@ -7,25 +7,30 @@
 //! [`LockAcquire`]; or a multi-lock over several such handles (multi.rs: MultiLock
 //! and Redlock).
 
+mod acquirer;
 mod guard;
 mod handoff;
 pub(crate) mod holder;
 mod lease;
 mod multi;
+mod note;
 mod ops;
 mod options;
 mod reentrant;
 mod release;
 mod rw;
+mod slow_wait;
 pub(crate) mod status;
 mod unanswered;
+mod who;
 mod wire;
 
 pub use guard::Guard;
 pub use multi::Quorum;
+pub use who::{human_duration, HolderEntry, HolderNote};
 pub use options::{AcquireOptions, LockKind, LockOptions};
 pub use rw::ReadWriteLock;
-pub use status::{HolderEntry, LockStatus};
+pub use status::LockStatus;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -36,9 +41,8 @@ use crate::error::{Error, Result};
 use crate::hold::{Hold, LostCallback, Released};
 use crate::metrics::AcquireTiming;
 use crate::validate;
-use crate::waiting::{self, Attempt, Policy, Successor};
-use handoff::Candidate;
-use holder::{Holder, PendingHold};
+use crate::waiting::{self, Policy};
+use holder::Holder;
 use multi::Multi;
 
 /// A handle on one lock name for one holder, or on a multi-lock over several
@@ -240,10 +244,34 @@ impl Lock {
             shutdown: &ctx.shutdown,
         };
         let timing = AcquireTiming::start(&ctx.transport.metrics, holder.kind.as_str(), &holder.names.display);
-        let acquirer = LockAcquire { holder, lease_ms, candidate: OnceLock::new(), queued: AtomicBool::new(false) };
+        let acquirer = acquirer::LockAcquire {
+            holder,
+            lease_ms,
+            candidate: OnceLock::new(),
+            queued: AtomicBool::new(false),
+            deadline,
+            reporter: OnceLock::new(),
+        };
         let acquired = waiting::acquire(&acquirer, channel, deadline).await;
+        drop(acquirer);
         timing.end(&acquired);
-        Ok(acquired?.map(PendingHold::take).map(|level| level.hold))
+        match acquired? {
+            Some(level) => {
+                let hold = level.take().hold;
+                if holder.ctx.config.holder_notes == crate::HolderNotes::Always {
+                    note::write_now(holder).await;
+                }
+                Ok(Some(hold))
+            }
+            None => {
+                // Who was in the way, for the caller's error (not for a plain try: a
+                // loop of tries must not pay a second call each).
+                if options.wait.is_some_and(|w| !w.is_zero()) {
+                    slow_wait::remember_holder(holder).await;
+                }
+                Ok(None)
+            }
+        }
     }
 
     /// Releases one level of this holder's hold. `NotOwner` if this holder does not
@@ -309,82 +337,5 @@ impl Lock {
             Repr::One { holder, .. } => *holder.cell.on_lost.lock().unwrap() = callback,
             Repr::Many(multi) => *multi.on_lost.lock().unwrap() = callback,
         }
-    }
-}
-
-/// One acquire of a lock, as the waiting engine drives it. Queued, it offers a
-/// [`Candidate`] that a release of this client may hand the lock to.
-struct LockAcquire<'a> {
-    holder: &'a Arc<Holder>,
-    lease_ms: Option<u64>,
-    /// Made when the acquire starts waiting (the uncontended path needs none).
-    candidate: OnceLock<Arc<Candidate>>,
-    /// A fair lock's last try queued it: leaving without the lock leaves the queue.
-    queued: AtomicBool,
-}
-
-impl Drop for LockAcquire<'_> {
-    fn drop(&mut self) {
-        if self.queued.load(Ordering::Acquire) {
-            // After any try still in flight (the operation lock orders them).
-            let holder = self.holder.clone();
-            let runtime = holder.ctx.runtime.clone();
-            runtime.spawn(async move { holder.leave_queue().await });
-        }
-    }
-}
-
-impl LockAcquire<'_> {
-    fn candidate(&self) -> &Arc<Candidate> {
-        self.candidate.get_or_init(|| Candidate::new(self.holder.clone(), self.lease_ms))
-    }
-}
-
-impl waiting::Acquire for LockAcquire<'_> {
-    type Output = PendingHold;
-
-    fn attempt(&self) -> impl std::future::Future<Output = Result<Attempt<PendingHold>>> + Send {
-        let attempt = self.holder.attempt(self.lease_ms);
-        let fair = self.holder.kind == LockKind::Fair;
-        async move {
-            let outcome = attempt.await;
-            if fair {
-                if let Ok(tried) = &outcome {
-                    self.queued.store(matches!(tried, Attempt::Busy(_)), Ordering::Release);
-                }
-            }
-            outcome
-        }
-    }
-
-    /// A re-entry never queues behind other waiters.
-    fn queue_behind(&self) -> bool {
-        self.holder.cell.state.lock().unwrap().count == 0
-    }
-
-    fn successor(&self) -> Option<Arc<dyn Successor>> {
-        Some(self.candidate().clone())
-    }
-
-    fn handed(&self) -> Option<PendingHold> {
-        self.candidate.get()?.take_handed()
-    }
-
-    fn begin_attempt(&self) -> bool {
-        self.candidate.get().is_none_or(|c| c.begin_attempt())
-    }
-
-    fn end_attempt(&self) {
-        if let Some(c) = self.candidate.get() {
-            c.end_attempt();
-        }
-    }
-
-    fn being_handed(&self) -> bool {
-        self.candidate.get().is_some_and(|c| c.is_claimed())
-    }
-
-    fn give_up(&self) -> bool {
-        self.candidate.get().is_none_or(|c| c.close())
     }
 }

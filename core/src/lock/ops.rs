@@ -11,11 +11,11 @@ use futures_util::future::BoxFuture;
 
 use super::holder::{Holder, Level, PendingHold};
 use super::release::release_revived;
-use super::{reentrant, wire};
+use super::{note, reentrant, wire};
 use crate::error::Result;
 use crate::hold::pending::{detached, Undo};
 use crate::hold::Released;
-use crate::renewal::{Held, Ticket};
+use crate::renewal::{Held, NoteTicket, Ticket};
 use crate::waiting::Attempt;
 
 impl Holder {
@@ -28,7 +28,11 @@ impl Holder {
     /// Releases one level (or all), idempotently (see reentrant.rs).
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
         let this = self.clone();
-        detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await
+        let released = detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await;
+        if matches!(released, Ok(Released::Unlocked)) && self.cell.take_note_written() {
+            note::remove(self);
+        }
+        released
     }
 
     /// Takes a fair-lock waiter that gave up out of the queue (after any try of its
@@ -52,6 +56,14 @@ impl Holder {
 }
 
 impl Held for Holder {
+    fn begin_note(&self, renewing: bool) -> Option<NoteTicket> {
+        self.note_ticket(false, renewing)
+    }
+
+    fn noted(&self, generation: u64) {
+        self.cell.note_written(generation);
+    }
+
     fn begin_renewal(&self, horizon: Option<Instant>) -> Option<Ticket> {
         let generation = self.cell.begin_renewal(horizon)?;
         Some(Ticket { script: wire::renew_script(self.kind), key: self.names.name.clone(), owner: self.field.clone(), generation })

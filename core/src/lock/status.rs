@@ -4,22 +4,13 @@
 
 use std::time::Duration;
 
+use super::who::{HolderEntry, HolderNote};
 use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::LockNames;
 use crate::transport::Conn;
 
-/// One owner field of the lock hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HolderEntry {
-    /// The owner field: `<client-id>:<holder-id>` for ferrolock, `<uuid>:<thread-id>` for Redisson.
-    pub owner: String,
-    /// How many times that holder has entered the lock.
-    pub count: u64,
-    /// The note that holder left with [`crate::Lock::set_holder_info`] (`ferrolock run`:
-    /// its host, pid and command as JSON), if any.
-    pub info: Option<String>,
-}
+
 
 /// The state of a lock at one moment. Read with [`crate::Lock::status`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,18 +133,33 @@ pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) 
         // A read-write lock's hash also says which side holds it.
         for (owner, count) in fields.into_iter().filter(|(field, _)| field != "mode") {
             let count = count.parse().map_err(|_| not_a_lock("a hash with a non-numeric field"))?;
-            holders.push(HolderEntry { owner, count, info: None });
+            holders.push(HolderEntry { owner, count, info: None, note: None, held_for: None });
         }
         holders.sort_by(|a, b| a.owner.cmp(&b.owner));
         if !holders.is_empty() {
             let cmd = redis::Cmd::mget(holders.iter().map(|h| keys.holder_info(&h.owner)).collect::<Vec<_>>());
-            // Notes are a convenience: a user whose ACL does not cover them still gets the status.
-            let notes: Vec<Option<String>> = match query_idempotent(conn, &cmd, &context("reading the holder notes of")).await {
-                Err(e) if e.kind() == ErrorKind::PermissionDenied => Vec::new(),
-                other => other?,
+            // With the server's clock, which wrote "since" in the notes.
+            let mut pipe = redis::pipe();
+            pipe.add_command(cmd.clone()).cmd("TIME");
+            let read = query_idempotent::<(Vec<Option<String>>, (u64, u64))>(conn, &pipe, &context("reading the holder notes of")).await;
+            // Notes are a convenience: a user whose ACL does not cover them (or TIME)
+            // still gets the status (with this machine's clock for "held for").
+            let (notes, server_ms) = match read {
+                Ok((notes, (secs, micros))) => (notes, secs * 1000 + micros / 1000),
+                Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                    let notes = match query_idempotent(conn, &cmd, &context("reading the holder notes of")).await {
+                        Err(e) if e.kind() == ErrorKind::PermissionDenied => Vec::new(),
+                        other => other?,
+                    };
+                    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                    (notes, now.as_millis() as u64)
+                }
+                Err(e) => return Err(e),
             };
-            for (entry, note) in holders.iter_mut().zip(notes) {
-                entry.info = note;
+            for (entry, info) in holders.iter_mut().zip(notes) {
+                entry.note = info.as_deref().and_then(HolderNote::parse);
+                entry.held_for = entry.note.as_ref().and_then(|n| n.since_ms).map(|since| Duration::from_millis(server_ms.saturating_sub(since)));
+                entry.info = info;
             }
         }
     }

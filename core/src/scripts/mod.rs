@@ -1,7 +1,17 @@
 //! The constant Lua scripts, run by EVALSHA, one folder per primitive and one file
-//! per operation. Every new connection loads them first (transport), so a call is
-//! one round-trip; redis-rs loads a script again after a NOSCRIPT (SCRIPT FLUSH),
-//! so that never reaches the caller either.
+//! per operation.
+//!
+//! A script is loaded when a call first needs it: every call sends EVALSHA, and a
+//! NOSCRIPT reply (the server never had it, was restarted, flushed its scripts or
+//! is a new master after a failover) has it loaded there (SCRIPT LOAD; on a cluster,
+//! on every node) and sent again, by redis-rs's `invoke_async`, `lock::wire::Call`
+//! or the replica-ack pipeline (lock/reentrant.rs). NOSCRIPT means the script did
+//! not run, so sending it again is safe. Scripts belong to the server, not to a
+//! connection, so that first use costs two more round-trips once per server and
+//! script; after it every call is one round-trip, on any connection of any client.
+//! A client loads only what its calls run and the server lacks (a connection loads
+//! nothing), and it remembers nothing that could go stale: the server's NOSCRIPT is
+//! the only record. A user refused SCRIPT LOAD (ACL) runs the scripts others loaded.
 
 use std::sync::LazyLock;
 
@@ -11,7 +21,7 @@ use redis::Script;
 macro_rules! scripts {
     ($($name:ident = $file:literal;)*) => {
         $(pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!($file)));)*
-        /// Every script with its source, loaded on each new connection.
+        /// Every script with its source (to name the command on a line of one: [`command_at`]).
         pub(crate) static ALL: LazyLock<Vec<(&'static str, &'static Script)>> =
             LazyLock::new(|| vec![$((include_str!($file), &*$name)),*]);
     };
@@ -24,6 +34,7 @@ scripts! {
     FORCE_UNLOCK = "lock/force_unlock.lua";
     EXTEND = "lock/extend.lua";
     HOLDER_INFO = "lock/holder_info.lua";
+    NOTES = "lock/notes.lua";
     FAIR_ACQUIRE = "lock/fair_acquire.lua";
     FAIR_RELEASE = "lock/fair_release.lua";
     FAIR_LEAVE = "lock/fair_leave.lua";

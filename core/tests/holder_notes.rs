@@ -1,0 +1,229 @@
+//! Holder notes (who holds a lock) and waiters that say why they wait: a long hold
+//! leaves a note, a short one writes nothing, `off` never writes, `always` writes
+//! with the acquire; a timed-out acquire names the holder; a long wait logs it.
+//! Against real redis-servers.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferrolock::{AcquireOptions, Client, HolderEntry, HolderNotes, Lock};
+use redis::AsyncCommands;
+
+const NOTE_KEY_PREFIX: &str = "ferrolock_holder_info:{";
+
+/// The note key of the (only) holder of `lock`, as status names it.
+fn note_key(name: &str, lock: &Lock) -> String {
+    format!("{NOTE_KEY_PREFIX}{name}}}:{}", lock.owner())
+}
+
+/// Polls `lock`'s status until its first holder has a note (10 s at most).
+async fn noted_holder(lock: &Lock) -> HolderEntry {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = lock.status().await.unwrap();
+        if let Some(holder) = status.holders.into_iter().find(|h| h.note.is_some()) {
+            return holder;
+        }
+        assert!(Instant::now() < until, "no holder note within 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Calls of `command` the server has run (scripts' calls included).
+async fn calls(raw: &mut redis::aio::MultiplexedConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(raw).await.unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_hold_leaves_a_note_that_follows_its_lease_and_goes_with_its_release() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = builder(&server.url(), 1500).app_name("billing").holder_note_after(Duration::from_millis(200)).connect().await.unwrap();
+    let lock = client.lock("noted").unwrap();
+    lock.set_holder_label(Some("worker-3")).unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+
+    let holder = noted_holder(&lock).await;
+    let note = holder.note.clone().unwrap();
+    assert_eq!(note.app.as_deref(), Some("billing"));
+    assert_eq!(note.pid, Some(u64::from(std::process::id())));
+    assert_eq!(note.thread.as_deref(), Some("worker-3"));
+    assert_eq!(note.renewed, Some(true));
+    assert!(note.host.as_deref().is_some_and(|h| !h.is_empty()), "{note:?}");
+    let held = holder.held_for.expect("since is on the note");
+    assert!(held >= Duration::from_millis(150), "written once the hold lasted 200 ms, by the server's clock: {held:?}");
+    let text = holder.describe();
+    assert!(text.starts_with("billing on ") && text.contains(" pid ") && text.contains("(thread worker-3) for "), "{text}");
+
+    // The note lives with the lease: still there after several watchdog leases (1.5 s each).
+    let key = note_key("noted", &lock);
+    loop {
+        let holder = noted_holder(&lock).await;
+        if holder.held_for.unwrap() >= Duration::from_millis(4500) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ttl: i64 = raw.pttl(&key).await.unwrap();
+    let lock_ttl: i64 = raw.pttl("noted").await.unwrap();
+    assert!(ttl > 0 && ttl <= lock_ttl + 5, "note {ttl} ms vs lock {lock_ttl} ms");
+
+    lock.release().await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    while raw.exists::<_, bool>(&key).await.unwrap() {
+        assert!(Instant::now() < until, "the note outlived the release");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    client.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn short_holds_write_nothing_by_default_and_off_never_writes() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    // Default mode: 1 ms holds, while the watchdog looks every 25 ms.
+    let client = client(&server.url(), 300).await;
+    let lock = client.lock("short").unwrap();
+    for _ in 0..50 {
+        lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        lock.release().await.unwrap();
+    }
+    // Off: long holds neither. Held across several renewals (watchdog 300 ms).
+    let quiet = builder(&server.url(), 300).holder_notes(HolderNotes::Off).holder_note_after(Duration::ZERO).connect().await.unwrap();
+    let long = quiet.lock("long").unwrap();
+    long.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while quiet.metrics().renewals < 3 {
+        assert!(Instant::now() < until, "no renewals");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(calls(&mut raw, "time").await, 0, "the notes script (the only caller of TIME) never ran");
+    let keys: Vec<String> = raw.keys("ferrolock_holder_info*").await.unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+    assert!(long.status().await.unwrap().holders[0].note.is_none());
+    client.shutdown().await.unwrap();
+    quiet.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn always_writes_with_the_acquire_and_explicit_leases_are_noted_too() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = builder(&server.url(), 3000).holder_notes(HolderNotes::Always).connect().await.unwrap();
+    let lock = client.lock("always").unwrap();
+    lock.set_holder_command(Some("./deploy.sh")).unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    let status = lock.status().await.unwrap();
+    let note = status.holders[0].note.clone().expect("written before the acquire returned");
+    assert_eq!(note.command.as_deref(), Some("./deploy.sh"));
+    assert!(status.holders[0].describe().contains("running ./deploy.sh"), "{}", status.holders[0].describe());
+    lock.release().await.unwrap();
+
+    // Long mode with an explicit lease: written after the threshold, expiring with the lease.
+    let long = builder(&server.url(), 600).holder_note_after(Duration::from_millis(100)).connect().await.unwrap();
+    let leased = long.lock("leased").unwrap();
+    leased.acquire_hold(AcquireOptions::default().with_lease(Duration::from_secs(20))).await.unwrap().unwrap();
+    let holder = noted_holder(&leased).await;
+    assert_eq!(holder.note.unwrap().renewed, Some(false));
+    let ttl: i64 = raw.pttl(note_key("leased", &leased)).await.unwrap();
+    assert!(ttl > 0 && ttl <= 20_000, "{ttl}");
+    client.shutdown().await.unwrap();
+    long.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_acquire_names_the_holder() {
+    let server = RedisServer::start();
+    let holding = builder(&server.url(), 600).app_name("billing").holder_note_after(Duration::ZERO).connect().await.unwrap();
+    let lock = holding.lock("busy").unwrap();
+    lock.set_holder_label(Some("worker-3")).unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    noted_holder(&lock).await;
+
+    let waiting = client(&server.url(), 3000).await;
+    let waiter = waiting.lock("busy").unwrap();
+    assert!(waiter.last_holder().is_none());
+    // A plain try pays no extra call: it keeps nothing.
+    assert!(waiter.try_acquire().await.unwrap().is_none());
+    assert!(waiter.last_holder().is_none());
+    assert!(waiter.acquire_with(AcquireOptions::wait(Duration::from_millis(200))).await.unwrap().is_none());
+    let seen = waiter.last_holder().expect("the holder at the timeout");
+    assert_eq!(seen.owner, lock.owner());
+    let text = seen.describe();
+    assert!(text.starts_with("billing on ") && text.contains(&format!("pid {}", std::process::id())) && text.contains("(thread worker-3)"), "{text}");
+    holding.shutdown().await.unwrap();
+    waiting.shutdown().await.unwrap();
+}
+
+/// Log lines written by the test's subscriber.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    fn waiting_lines(&self) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
+        text.lines().filter(|l| l.contains("INFO") && l.contains("waiting ")).map(str::to_string).collect()
+    }
+}
+
+// Current-thread runtime: the log task runs on this thread, under its default subscriber.
+#[tokio::test]
+async fn a_long_wait_logs_who_is_in_the_way_and_again_as_it_doubles() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt().with_ansi(false).with_max_level(tracing::Level::INFO).with_writer(move || writer.clone()).finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let server = RedisServer::start();
+    let holding: Client = builder(&server.url(), 600).app_name("billing").holder_note_after(Duration::ZERO).connect().await.unwrap();
+    let lock = holding.lock("slow").unwrap();
+    lock.set_holder_label(Some("worker-3")).unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    noted_holder(&lock).await;
+
+    let waiting = builder(&server.url(), 3000).slow_wait_log(Some(Duration::from_millis(150))).connect().await.unwrap();
+    let waiter = waiting.lock("slow").unwrap();
+    let wait = waiter.acquire_with(AcquireOptions::wait(Duration::from_secs(30)));
+    let watch = async {
+        // The first line after 150 ms, the next after 300 ms: wait until both are there.
+        let until = Instant::now() + Duration::from_secs(20);
+        while lines.waiting_lines().len() < 2 {
+            assert!(Instant::now() < until, "no log lines: {:?}", lines.waiting_lines());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        _ = wait => panic!("acquired while held"),
+        _ = watch => {}
+    }
+    let found = lines.waiting_lines();
+    assert!(found[0].contains("waiting 150 ms for lock \"slow\": held by billing on "), "{found:?}");
+    assert!(found[0].contains("(thread worker-3) for ") && found[0].contains("lease"), "{found:?}");
+    assert!(found[1].contains("waiting 300 ms for lock \"slow\""), "{found:?}");
+
+    // A wait that ends before the threshold logs nothing.
+    let before = lines.waiting_lines().len();
+    assert!(waiter.acquire_with(AcquireOptions::wait(Duration::from_millis(100))).await.unwrap().is_none());
+    assert_eq!(lines.waiting_lines().len(), before);
+    holding.shutdown().await.unwrap();
+    waiting.shutdown().await.unwrap();
+}
