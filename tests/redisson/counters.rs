@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{wake_up, LEASE};
 use crate::Scene;
+use ferrolock_harness::command_calls;
 
 pub async fn semaphore(version: &'static str) {
     let mut s = Scene::start(version).await;
@@ -56,6 +57,25 @@ pub async fn semaphore(version: &'static str) {
     assert_eq!(ours.release(2).await.unwrap(), 2);
     assert_eq!(s.java.call(&format!("semaphore available {name}")).await, "2");
     assert_eq!(s.java.call(&format!("semaphore drain {name}")).await, "2");
+    assert_eq!(ours.available().await.unwrap(), 0);
+
+    // A ferrolock release with an acquire of its own client queued hands the permit
+    // straight to it: it never goes free, so a waiting Redisson neither hears of it
+    // nor gets it; the next release frees a permit and wakes Redisson.
+    s.java_waits_parked(&format!("semaphore acquire {name} 1 {}", LEASE.as_millis()), &channel).await;
+    let waiter = tokio::spawn({
+        let ours = ours.clone();
+        async move { ours.acquire_permits(1, Some(LEASE)).await.unwrap() }
+    });
+    s.ferrolock_waits(1).await;
+    let publishes = command_calls(&mut s.raw, &["publish"]).await;
+    assert_eq!(ours.release(1).await.unwrap(), 0, "handed over, not freed");
+    assert!(waiter.await.unwrap(), "ferrolock's own waiter got the permit");
+    assert_eq!(command_calls(&mut s.raw, &["publish"]).await, publishes, "nothing published");
+    let free: Option<String> = redis::cmd("GET").arg(name).query_async(&mut s.raw).await.unwrap();
+    assert_eq!(free.as_deref(), Some("0"));
+    assert_eq!(ours.release(1).await.unwrap(), 1);
+    assert_eq!(s.java.reply(LEASE).await, "ok", "Redisson woken by the release that freed a permit");
     assert_eq!(ours.available().await.unwrap(), 0);
 }
 
