@@ -6,12 +6,11 @@
 //! stalled connection after a timeout (every later command queues behind the stalled
 //! reply) and has no hook to run commands on a new connection. This one does what a
 //! lock needs: a timed-out request retires its connection, so read-backs after a
-//! lost reply never wait behind it; every new connection loads the scripts first,
-//! so an EVALSHA is one round-trip even after a restart or a SCRIPT FLUSH-free
-//! reconnect; and each handle carries its own request timeout, so a renewal can
-//! stay in flight until its hold's deadline while other calls keep the client's
-//! response timeout. Under Sentinel, "fresh" means asking the sentinels again, so
-//! commands follow a failover; a cluster connection follows MOVED/ASK itself.
+//! lost reply never wait behind it; and each handle carries its own request
+//! timeout, so a renewal can stay in flight until its hold's deadline while other
+//! calls keep the client's response timeout. Under Sentinel, "fresh" means asking
+//! the sentinels again, so commands follow a failover; a cluster connection
+//! follows MOVED/ASK itself.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,7 +26,6 @@ use super::host::HostLink;
 use super::Target;
 use crate::config::Config;
 use crate::metrics::Recorder;
-use crate::scripts;
 
 mod hosts;
 mod masters;
@@ -277,9 +275,8 @@ impl ConnectionLike for Link {
     }
 }
 
-/// Connects and loads every script, so that EVALSHA does not meet NOSCRIPT on
-/// this connection (a user without SCRIPT LOAD still works: EVALSHA loads on NOSCRIPT).
-/// Under Sentinel, also counts the master's replicas.
+/// Connects (loading no script: scripts/mod.rs says when they are). Under
+/// Sentinel, also counts the master's replicas.
 async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, u32)> {
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     let attempt = async {
@@ -294,32 +291,10 @@ async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> Redi
             Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
         };
         super::set_name(&mut link, &name).await?;
-        if let Err(e) = load_scripts(&mut link).await {
-            if e.is_io_error() || e.is_connection_dropped() {
-                return Err(e);
-            }
-            tracing::debug!(error = %e, "could not preload the scripts; EVALSHA will load them on first use");
-        }
         Ok((link, replicas))
     };
     match tokio::time::timeout(timeout * 2, attempt).await {
         Ok(result) => result,
         Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out connecting").into()),
     }
-}
-
-/// SCRIPT LOAD of every script: one pipelined round-trip to a node; on a cluster one
-/// command per script, since the cluster connection sends each to every node.
-async fn load_scripts(link: &mut Link) -> RedisResult<()> {
-    if let Link::Cluster(_) = link {
-        for (source, _) in scripts::ALL.iter() {
-            redis::cmd("SCRIPT").arg("LOAD").arg(*source).query_async::<Value>(&mut *link).await?;
-        }
-        return Ok(());
-    }
-    let mut load = redis::pipe();
-    for (source, _) in scripts::ALL.iter() {
-        load.cmd("SCRIPT").arg("LOAD").arg(*source).ignore();
-    }
-    load.query_async::<()>(link).await
 }
