@@ -3,26 +3,27 @@
 //! client (Redisson's wire protocol, so Redisson's `RedissonMultiLock` and
 //! `RedissonRedLock` over the same names exclude ours). Not a topology.
 //!
-//! Acquire: members in order, each with the remaining wait (all) or the remaining
-//! wait / N (majority, as Redisson), at least 1 ms; a member that is busy waits on
-//! its own channel, so the waiter listens to the first busy member. A round that
-//! falls short releases what it took and, while time remains, tries again after a
-//! random pause. A hold is valid for `lease - elapsed - drift`; none left means
-//! not acquired. A member that answers later than that would allow counts as busy,
-//! and once the quorum is held the remaining members may use half the validity
-//! left (an unreachable member never eats a hold's whole validity). Every member is renewed by its own client's watchdog; the
-//! multi-hold is lost once fewer than the quorum of its members are held.
+//! Acquiring (acquire.rs) sends one try to every member at once, so an uncontended
+//! acquire costs one round-trip whatever N; members that are busy are waited on in
+//! order (taken.rs gives back what a round must not keep). A hold is valid for
+//! `lease - elapsed - drift`; none left means not acquired. Every member is renewed
+//! by its own client's watchdog; the multi-hold is lost once fewer than the quorum
+//! of its members are held (watcher.rs). Releases go to every member at once.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::future::{select_all, FutureExt};
 use tokio::sync::watch;
 
 use super::lease::LeaseChange;
-use super::{AcquireOptions, Lock};
+use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::{Hold, LostCallback, LostEvent, Released};
+use watcher::{watch_members, Member};
+
+mod acquire;
+mod taken;
+mod watcher;
 
 /// How many members a multi-lock needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +48,7 @@ impl Quorum {
 pub(crate) struct Multi {
     pub members: Vec<Lock>,
     pub quorum: Quorum,
+    /// Members the quorum needs.
     needed: usize,
     pub display: String,
     /// Serialises this handle's acquires and releases (one holder, like a single lock's).
@@ -87,6 +89,11 @@ impl Multi {
         Ok(Arc::new(Multi { members, quorum, needed, display, op: Default::default(), state: Default::default(), on_lost: Default::default() }))
     }
 
+    /// True if this client already has acquires waiting on `member` (a new one queues behind them).
+    fn has_local_waiters(&self, member: usize) -> bool {
+        self.members[member].one().is_ok_and(|h| h.ctx.hub.has_waiters(&h.wait_channel))
+    }
+
     fn what(&self) -> String {
         let kind = match self.quorum {
             Quorum::All => "multi-lock",
@@ -107,71 +114,6 @@ impl Multi {
 
     pub fn lost_error(&self) -> Option<Error> {
         self.state.lock().unwrap().lost.as_ref().and_then(|tx| tx.borrow().clone())
-    }
-
-    /// Rounds until `quorum` members are held with validity left, or `deadline`.
-    /// Cancel-safe: members taken by a dropped round are released in the background.
-    pub async fn acquire(self: &Arc<Self>, lease_ms: Option<u64>, deadline: Option<Instant>) -> Result<Option<Hold>> {
-        let _op = self.op.lock().await;
-        let config = &self.members[0].one()?.ctx.config;
-        let lease = lease_ms.map(Duration::from_millis).unwrap_or(config.watchdog_timeout);
-        let drift = config.safety_margin(lease);
-        let n = self.members.len();
-        loop {
-            let started = Instant::now();
-            // No deadline: rounds as long as Redisson's (1.5 s per member), then again.
-            let budget = deadline.map_or(Duration::from_millis(1500) * n as u32, |d| d.saturating_duration_since(started));
-            let mut taken = Taken::new(self);
-            let mut failures: Vec<(usize, Error)> = Vec::new();
-            let mut busy = 0;
-            // Past the quorum, the other members may use half the validity left, no more.
-            let mut extra_until: Option<Instant> = None;
-            for (i, member) in self.members.iter().enumerate() {
-                let now = Instant::now();
-                let remaining = budget.saturating_sub(now - started);
-                let wait = match self.quorum {
-                    Quorum::All => remaining,
-                    Quorum::Majority => remaining / n as u32,
-                };
-                // A member answering later than the lease allows cannot make a valid hold.
-                let valid_for = (started + lease).checked_duration_since(now + drift).unwrap_or_default();
-                let bound = extra_until.map_or(valid_for, |until| until.saturating_duration_since(now));
-                let options = AcquireOptions { wait: Some(wait.min(bound).max(Duration::from_millis(1))), lease: lease_ms.map(Duration::from_millis) };
-                match tokio::time::timeout(bound, member.acquire_hold(options)).await {
-                    Ok(Ok(Some(hold))) => taken.push(i, hold),
-                    // Too slow counts as busy: a dropped acquire undoes itself.
-                    Ok(Ok(None)) | Err(_) => busy += 1,
-                    Ok(Err(e)) => failures.push((i, e)),
-                }
-                if n - busy - failures.len() < self.needed {
-                    break;
-                }
-                if taken.len() == self.needed && extra_until.is_none() {
-                    let now = Instant::now();
-                    let left = (started + lease).checked_duration_since(now + drift).unwrap_or_default();
-                    extra_until = Some(now + left / 2);
-                }
-            }
-            let elapsed = started.elapsed();
-            if taken.len() >= self.needed && lease > elapsed + drift {
-                return Ok(Some(self.hold_level(taken.keep())));
-            }
-            if taken.len() >= self.needed {
-                tracing::debug!(what = %self.what(), ?elapsed, "acquired too slowly: no validity left; releasing");
-            }
-            taken.release().await;
-            if failures.len() > n - self.needed {
-                // Quorum out of reach whoever holds the lock: say why at once.
-                return Err(self.failed(&failures));
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ok(None);
-            }
-            let pause = Duration::from_micros(rand_below(50_000));
-            let pause = deadline.map_or(pause, |d| pause.min(d.saturating_duration_since(now)));
-            tokio::time::sleep(pause).await;
-        }
     }
 
     /// The error of a round that could not reach the quorum because members failed.
@@ -298,101 +240,3 @@ impl Multi {
     }
 }
 
-/// Members taken in one round: released in the background if the round is
-/// dropped or falls short, kept on success.
-struct Taken<'a> {
-    multi: &'a Multi,
-    holds: Vec<(usize, Hold)>,
-}
-
-impl<'a> Taken<'a> {
-    fn new(multi: &'a Multi) -> Self {
-        Taken { multi, holds: Vec::new() }
-    }
-
-    fn push(&mut self, member: usize, hold: Hold) {
-        self.holds.push((member, hold));
-    }
-
-    fn len(&self) -> usize {
-        self.holds.len()
-    }
-
-    fn keep(mut self) -> Vec<(usize, Hold)> {
-        std::mem::take(&mut self.holds)
-    }
-
-    async fn release(mut self) {
-        let holds = std::mem::take(&mut self.holds);
-        let members = &self.multi.members;
-        futures_util::future::join_all(holds.iter().map(|(i, _)| members[*i].release())).await;
-    }
-}
-
-impl Drop for Taken<'_> {
-    fn drop(&mut self) {
-        for (i, _) in self.holds.drain(..) {
-            let member = self.multi.members[i].clone();
-            member.runtime().clone().spawn(async move {
-                let _ = member.release().await;
-            });
-        }
-    }
-}
-
-/// One member of a hold, as its watcher sees it: its loss signal, and its client's
-/// shutdown (which releases the member behind the multi-lock's back).
-struct Member {
-    index: usize,
-    lost: watch::Receiver<Option<Error>>,
-    closed: watch::Receiver<bool>,
-}
-
-impl Member {
-    /// Why this member is no longer held, if it is not.
-    fn gone(&self) -> Option<String> {
-        if let Some(e) = self.lost.borrow().as_ref() {
-            return Some(e.message().to_string());
-        }
-        (*self.closed.borrow()).then(|| "its client shut down".to_string())
-    }
-}
-
-/// Watches the members of hold `generation`: once fewer than the quorum are still
-/// held, the multi-hold is lost, with the members that went named.
-async fn watch_members(multi: Weak<Multi>, generation: u64, mut members: Vec<Member>) {
-    loop {
-        let Some(this) = multi.upgrade() else { return };
-        {
-            let st = this.state.lock().unwrap();
-            if st.generation != generation || st.levels.is_empty() {
-                return;
-            }
-        }
-        let lost: Vec<String> = members
-            .iter()
-            .filter_map(|m| m.gone().map(|why| format!("member {} ({}): {why}", m.index + 1, this.members[m.index].name())))
-            .collect();
-        if members.len() - lost.len() < this.needed {
-            let reason = format!("{} of its members are no longer held: {}", lost.len(), lost.join("; "));
-            this.mark_lost(generation, reason);
-            return;
-        }
-        drop(this);
-        // Members already gone need no watching (and their channels may be closed).
-        let changes = members.iter_mut().filter(|m| m.gone().is_none()).flat_map(|m| {
-            [async { m.lost.changed().await.is_err() }.boxed(), async { m.closed.changed().await.is_err() }.boxed()]
-        });
-        let (closed, _, _) = select_all(changes).await;
-        if closed {
-            // A signal's sender went away with its client: that client is gone.
-            return;
-        }
-    }
-}
-
-/// A random number below `n` (jitter; not for anything secret).
-fn rand_below(n: u64) -> u64 {
-    let seed = uuid::Uuid::new_v4().as_u128() as u64;
-    seed % n.max(1)
-}
