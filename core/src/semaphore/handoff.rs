@@ -1,14 +1,9 @@
 //! Same-client permit hand-off: a release that finds a waiter of its own client
-//! queued for exactly the permits it returns gives them straight to it inside the
-//! release script (one call, no message, no acquire of the waiter's own), instead
-//! of making them free and waking waiters to race for them. On the server the
-//! count never moves: nobody else, Redisson's waiters included, can see the
-//! permits free in between.
-//!
-//! The waiter gets the permits only with the script's reply (permits are not
-//! owned, so there is nothing to confirm later). A reply that never comes leaves
-//! the waiter to go on by itself, and the release is settled in the background
-//! (unanswered.rs): the permits go back free, whether the script ran or not.
+//! queued for exactly the permits it returns gives them straight to it, without
+//! a call: permits are nobody's, so permits taken on the server may change hands
+//! inside the client, and the count on the server never moves. Nobody else,
+//! Redisson's waiters included, can see them free in between, and nothing can fail
+//! half-way. The release then only reads the count it answers with.
 //!
 //! Waiters of other clients only wake by messages, so after [`STREAK`] hand-offs
 //! in a row on a name the next release frees its permits for everyone (the client
@@ -17,11 +12,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::unanswered::settle;
 use super::{Semaphore, Taken};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::hold::pending::Pending;
-use crate::request::{latch_ttl, latch_ttl_ms, until_answered};
+use crate::request::{latch_ttl_ms, until_answered};
 use crate::scripts;
 use crate::waiting::claim::Claim;
 use crate::waiting::Successor;
@@ -42,8 +36,8 @@ impl Waiting {
 }
 
 impl Successor for Waiting {
-    /// Only a release of exactly the permits it waits for: what is handed over is
-    /// then all or nothing, and so is what a settle gives back.
+    /// Only a release of exactly the permits it waits for: a hand-off is then all
+    /// or nothing, with nothing left over to free.
     fn try_claim(&self, offer: u64) -> bool {
         offer == self.permits && self.claim.claim()
     }
@@ -54,13 +48,21 @@ impl Successor for Waiting {
 }
 
 /// Gives `permits` back: to a waiter of this client when one is queued for them,
-/// else to everyone. Returns the free permits right after.
+/// else to everyone (release.lua). Returns the free permits right after.
 pub(super) async fn release(semaphore: Semaphore, permits: u64) -> Result<u64> {
     let inner = &semaphore.inner;
     let ctx = &inner.ctx;
     // Not while shutting down: the waiter's acquire ends with `Cancelled` instead.
-    let claimed = if ctx.is_shut_down() { None } else { ctx.hub.claim_in_turn(&inner.names.channel, permits, STREAK) };
-    let successor = claimed.and_then(|c| Some((c.successor.as_any().downcast::<Waiting>().ok()?, c.wake)));
+    if !ctx.is_shut_down() {
+        if let Some(claimed) = ctx.hub.claim_in_turn(&inner.names.channel, permits, STREAK) {
+            // Only semaphore acquires offer a successor on a semaphore's channel.
+            if let Ok(waiting) = claimed.successor.as_any().downcast::<Waiting>() {
+                waiting.claim.hand(Pending::new(Taken { semaphore: semaphore.clone(), permits }));
+                (claimed.wake)();
+                return inner.read(&semaphore.context("reading, after handing permits over,"), "a number of permits").await;
+            }
+        }
+    }
     let latch = inner.names.request_reply(ctx.next_request());
     let mut call = scripts::SEMAPHORE_RELEASE.prepare_invoke();
     call.key(&inner.names.name)
@@ -69,27 +71,7 @@ pub(super) async fn release(semaphore: Semaphore, permits: u64) -> Result<u64> {
         .arg(permits)
         .arg(ctx.transport.publish_command())
         .arg(latch_ttl_ms(ctx));
-    if successor.is_some() {
-        call.arg("handoff");
-    }
-    let sent_at = Instant::now();
-    let answered: Result<i64> = until_answered(ctx, &call, &semaphore.context("releasing permits of"), sent_at + ctx.config.retry_window).await;
-    match &answered {
-        Ok(_) => ctx.remove_latch_later(latch),
-        Err(e) if e.kind() == ErrorKind::Connection && successor.is_some() => {
-            let settling = settle(semaphore.clone(), permits, latch, sent_at + latch_ttl(ctx) / 2, true);
-            ctx.runtime.spawn(settling);
-        }
-        Err(_) => {}
-    }
-    if let Some((waiting, wake)) = successor {
-        if answered.is_ok() {
-            waiting.claim.hand(Pending::new(Taken { semaphore: semaphore.clone(), permits }));
-        } else {
-            // Not known to be handed: the acquire goes on by itself and tries at once.
-            waiting.claim.unclaim();
-        }
-        wake();
-    }
-    Ok(answered?.max(0) as u64)
+    let free: i64 = until_answered(ctx, &call, &semaphore.context("releasing permits of"), Instant::now() + ctx.config.retry_window).await?;
+    ctx.remove_latch_later(latch);
+    Ok(free.max(0) as u64)
 }

@@ -12,7 +12,6 @@
 
 mod expirable;
 mod handoff;
-mod unanswered;
 
 pub use expirable::{Permit, PermitExpirableSemaphore};
 
@@ -27,7 +26,6 @@ use crate::names::CounterNames;
 use crate::request::{latch_ttl, latch_ttl_ms, until_answered};
 use crate::waiting::Successor;
 use handoff::Waiting;
-use unanswered::settle;
 use crate::scripts;
 use crate::validate;
 use crate::waiting::{self, Attempt, Policy};
@@ -343,11 +341,41 @@ async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Take
                 permits,
                 latch,
                 sent_at + latch_ttl(ctx) / 2,
-                false,
             );
             ctx.runtime.spawn(resolver);
             Err(e)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Settles an acquire whose reply never came (give_back.lua), trying until Redis
+/// answers or the request's latch is about to expire.
+async fn settle(semaphore: Semaphore, permits: u64, latch: Vec<u8>, until: Instant) {
+    let ctx = &semaphore.inner.ctx;
+    let mut call = scripts::SEMAPHORE_GIVE_BACK.prepare_invoke();
+    call.key(&semaphore.inner.names.name)
+        .key(&semaphore.inner.names.channel)
+        .key(&latch)
+        .arg(permits)
+        .arg(ctx.transport.publish_command())
+        .arg(latch_ttl_ms(ctx));
+    match until_answered::<i64>(
+        ctx,
+        &call,
+        &semaphore.context("settling an unanswered acquire of"),
+        until,
+    )
+    .await
+    {
+        Ok(gave_back) => {
+            if gave_back == 1 {
+                tracing::info!(semaphore = %semaphore.name(), "an acquire whose reply was lost had taken {permits} permit(s); given back");
+            }
+            ctx.remove_latch_later(latch);
+        }
+        Err(e) => {
+            tracing::warn!(semaphore = %semaphore.name(), "{e}; if that acquire took permits they stay taken")
+        }
     }
 }
