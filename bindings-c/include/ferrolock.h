@@ -164,6 +164,17 @@ typedef enum ferrolock_object_kind {
 } ferrolock_object_kind;
 
 /**
+ * The level of a log event. The numeric values are part of the ABI.
+ */
+typedef enum ferrolock_log_level {
+    FERROLOCK_LOG_ERROR = 1,
+    FERROLOCK_LOG_WARN = 2,
+    FERROLOCK_LOG_INFO = 3,
+    FERROLOCK_LOG_DEBUG = 4,
+    FERROLOCK_LOG_TRACE = 5,
+} ferrolock_log_level;
+
+/**
  * Which lock a handle is, for `ferrolock_lock_new_kind()`; the same kinds as the
  * core's `LockKind`. The numeric values are part of the ABI: new kinds are only
  * ever appended.
@@ -325,6 +336,24 @@ typedef struct ferrolock_options {
      * an older header passes a smaller `size`, and has none.)
      */
     const char *app_name;
+    /**
+     * When a holder leaves a note (app, host, pid, thread, since when) beside its
+     * hold for operators and waiters: "off", "long" (holds that outlive
+     * `holder_note_after_ms`: a short hold writes nothing) or "always" (every hold:
+     * one more call per acquisition). NULL or "" (the default): "long". Copied.
+     */
+    const char *holder_notes;
+    /**
+     * With "long" notes: how long a hold lasts before its note is written (the
+     * watchdog's next round writes it). Default 1000; 0 ms to 7 days.
+     */
+    int64_t holder_note_after_ms;
+    /**
+     * An acquire that has waited this long logs, at INFO, the lock and who holds it
+     * (see `ferrolock_set_logger()`), and again each time its wait doubles.
+     * Default 10000; 1 ms to 7 days, or -1: never.
+     */
+    int64_t slow_wait_log_ms;
 } ferrolock_options;
 
 /**
@@ -401,10 +430,99 @@ typedef struct ferrolock_metrics {
 } ferrolock_metrics;
 
 /**
+ * One holder of a lock, as `ferrolock_lock_holder_info()` (who was in the way of a
+ * timed-out acquire) and `ferrolock_inspection_holder_info()` give it. Strings are
+ * NULL when unknown; numbers -1. Every string is owned by the library (see the
+ * function that filled it for how long it stays valid).
+ *
+ * New fields are only ever appended; the library writes only the fields within
+ * `size` bytes.
+ */
+typedef struct ferrolock_holder {
+    /**
+     * `sizeof(ferrolock_holder)` as the program was compiled; set by the inline
+     * functions that fill it.
+     */
+    uint32_t size;
+    /**
+     * The owner field: `<client id>:<holder id>` for ferrolock, `<uuid>:<thread id>`
+     * for Redisson. NULL when there is no holder to tell of.
+     */
+    const char *owner;
+    /**
+     * How many times it holds (re-entries included).
+     */
+    uint64_t count;
+    /**
+     * Its note as stored (JSON written by a ferrolock client, or whatever
+     * `ferrolock run` or another tool left); NULL when it has none: a short hold
+     * writes none by default (`holder_notes` in `ferrolock_options`), Redisson never.
+     */
+    const char *info;
+    /**
+     * The holder client's app name (`app_name` in `ferrolock_options`).
+     */
+    const char *app;
+    /**
+     * The holder's host name.
+     */
+    const char *host;
+    /**
+     * The holder's process id; -1 when unknown.
+     */
+    int64_t pid;
+    /**
+     * The holder's thread or task: a C holder's label and OS thread id
+     * (`ferrolock_lock_set_label()`), a Python thread or task name, a Node label.
+     */
+    const char *thread;
+    /**
+     * What the holder runs (`ferrolock run`: its command).
+     */
+    const char *command;
+    /**
+     * 1 when the watchdog renews the hold, 0 for an explicit lease, -1 when unknown.
+     */
+    int32_t renewed;
+    /**
+     * When the hold began, Unix ms by the Redis server's clock; -1 when unknown.
+     */
+    int64_t since_ms;
+    /**
+     * How long it had held the lock when this was read, by the server's clock; -1
+     * when unknown.
+     */
+    int64_t held_for_ms;
+    /**
+     * The holder for people, e.g. "billing on host-7 pid 4242 (thread worker-3, tid
+     * 4243) for 5 m 12 s"; its owner field and a hint when it left no note. Never
+     * NULL when `owner` is not.
+     */
+    const char *description;
+} ferrolock_holder;
+
+/**
  * Called when a hold taken through a lock handle is lost. `name` is the lock name
  * (valid during the call only), `user` the pointer given to `ferrolock_lock_on_lost()`.
  */
 typedef void (*ferrolock_lost_cb)(const char *name, void *user);
+
+/**
+ * A log callback for `ferrolock_set_logger()`. Called on the library's log thread,
+ * one event at a time, in order; every string is valid only during the call.
+ *
+ * - `level`: the event's level;
+ * - `target`: where in the library it comes from, e.g. "ferrolock::lock::slow_wait";
+ * - `message`: the event's text, e.g. `waiting 10 s for lock "jobs": held by ...`;
+ * - `fields`: its other fields as `key=value` pairs separated by spaces (the lock
+ *   name, an error...), "" when none;
+ * - `userdata`: as given to `ferrolock_set_logger()`.
+ */
+typedef void (*ferrolock_log_fn)(enum ferrolock_log_level level,
+                                 const char *target,
+                                 const char *message,
+                                 const char *fields,
+                                 void *userdata);
 
 #ifdef __cplusplus
 extern "C" {
@@ -824,6 +942,48 @@ enum ferrolock_status ferrolock_lock_set_lease(struct ferrolock_lock *lock,
 enum ferrolock_status ferrolock_lock_reacquire(struct ferrolock_lock *lock, int64_t *out_lease_ms);
 
 /**
+ * Names this handle's holders in their notes: a holder's note then says
+ * "(thread LABEL, tid N)", N being its OS thread id (Linux: gettid()); without a
+ * label, "(thread tid N)". Notes are what `ferrolock status`, `ferrolock top`,
+ * `ferrolock_inspect()` and a waiter's log line and timeout show (see `holder_notes`
+ * in `ferrolock_options`). Sends nothing to Redis.
+ *
+ * @param label NUL-terminated UTF-8, at most 560 bytes; NULL or "" removes it.
+ *        Copied.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed handle, invalid
+ *         UTF-8, too long); `FERROLOCK_ERR_CLIENT_CLOSED`.
+ *
+ * Takes effect for holds taken from then on by any thread through this handle (a
+ * re-entry of a hold already taken keeps the note it has). Does not block.
+ * Thread-safe.
+ */
+enum ferrolock_status ferrolock_lock_set_label(struct ferrolock_lock *lock, const char *label);
+
+/**
+ * Who held the lock when the calling thread's latest acquire through this handle
+ * with a wait (`wait_ms` -1 or > 0) returned `FERROLOCK_NOT_ACQUIRED`, read at that
+ * moment: its owner, note (app, host, pid, thread, ...), how long it had held the
+ * lock and a description for people (`ferrolock_last_error()` of that acquire names
+ * it too). A try (`wait_ms` 0) reads nothing and changes nothing here.
+ *
+ * Call it through `ferrolock_lock_holder_info(lock, &holder)` (inline in the
+ * header), which passes `sizeof holder` as the program was compiled.
+ *
+ * @param out receives the holder; `out->owner` is NULL (and every field empty)
+ *        when no such acquire timed out, or the lock was free by the time it was
+ *        read. Its strings are owned by the handle: valid until this thread's next
+ *        acquire through it that times out, or until the handle is freed.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         NULL `out`, a `size` under 4 or over 4096 bytes: nothing is written);
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`.
+ *
+ * Does not block. Thread-safe (each thread reads its own).
+ */
+enum ferrolock_status ferrolock_lock_holder_info_sized(struct ferrolock_lock *lock,
+                                                       struct ferrolock_holder *out,
+                                                       uint32_t size);
+
+/**
  * Creates a multi-lock handle: one lock over `n` member lock handles, usually the
  * same name on `n` independent Redis servers (one client each, so 3 or 5 clients).
  * Sends nothing to Redis.
@@ -1241,8 +1401,9 @@ enum ferrolock_status ferrolock_inspection_holders_len(const struct ferrolock_in
  * @param out_owner receives its owner field: `<client id>:<holder id>` for
  *        ferrolock, `<uuid>:<thread id>` for Redisson.
  * @param out_count receives how many times it holds (re-entries included).
- * @param out_note receives the note it left (`ferrolock run`: its host, pid and
- *        command as JSON), or NULL when it left none (Redisson never does).
+ * @param out_note receives the note it left (JSON: see `ferrolock_holder`, which
+ *        `ferrolock_inspection_holder_info()` fills with its fields), or NULL when it
+ *        left none (a short hold, by default; Redisson never does).
  *        Strings are owned by the snapshot, valid until it is freed.
  * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed snapshot,
  *         `index` out of range: nothing is written).
@@ -1252,6 +1413,26 @@ enum ferrolock_status ferrolock_inspection_holder(const struct ferrolock_inspect
                                                   const char **out_owner,
                                                   uint64_t *out_count,
                                                   const char **out_note);
+
+/**
+ * One holder of a lock with its note read into fields (app, host, pid, thread,
+ * command, since when), how long it has held the lock and a description for
+ * people, e.g. "billing on host-7 pid 4242 (thread worker-3, tid 4243) for 5 m 12 s".
+ *
+ * Call it through `ferrolock_inspection_holder_info(inspection, index, &holder)`
+ * (inline in the header), which passes `sizeof holder` as the program was compiled.
+ *
+ * @param index 0 to `ferrolock_inspection_holders_len()` - 1.
+ * @param out receives the holder; its strings are owned by the snapshot, valid
+ *        until it is freed.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed snapshot, NULL
+ *         `out`, `index` out of range, a `size` under 4 or over 4096 bytes:
+ *         nothing is written).
+ */
+enum ferrolock_status ferrolock_inspection_holder_info_sized(const struct ferrolock_inspection *inspection,
+                                                             size_t index,
+                                                             struct ferrolock_holder *out,
+                                                             uint32_t size);
 
 /**
  * Time left on a lock's lease: ms, `INT64_MAX` when the key has no expiry, -1 when
@@ -1391,6 +1572,36 @@ enum ferrolock_status ferrolock_scan_next(struct ferrolock_scan *scan, const cha
 enum ferrolock_status ferrolock_scan_free(struct ferrolock_scan *scan);
 
 /**
+ * Sends the library's log events at `filter` or above to `callback`, on a thread
+ * of the library's (one event at a time, in order), or stops that (`callback` NULL).
+ * One logger per process: a call replaces the previous one. The slow-wait line
+ * (an acquire waiting longer than `slow_wait_log_ms`, naming the lock's holder) is
+ * an INFO event of target "ferrolock::lock::slow_wait".
+ *
+ * Independently of this, `FERROLOCK_LOG=<filter>` in the environment (read at the
+ * first connect) writes the events it lets through to stderr.
+ *
+ * @param callback called for each event (see `ferrolock_log_fn`), or NULL to stop.
+ *        It must not block for long: events beyond a queue of 4096 are dropped
+ *        while it catches up. It may call ferrolock functions, including this one.
+ * @param filter which events: a level ("error", "warn", "info", "debug", "trace")
+ *        or an env-filter such as "ferrolock=debug,ferrolock::renewal=trace".
+ *        NULL or "": "info". Copied.
+ * @param userdata passed back to every call; the program keeps it valid (and safe
+ *        to use from the log thread) until the logger is replaced.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (a filter that does not
+ *         parse, invalid UTF-8, or another Rust `tracing` subscriber already
+ *         installed in this process: nothing changes); `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Thread-safe. When it returns, the previous callback is not running and is never
+ * called again (unless it is called from inside that callback: then the callback
+ * finishes the call it is in). Never calls the callback itself.
+ */
+enum ferrolock_status ferrolock_set_logger(ferrolock_log_fn callback,
+                                           const char *filter,
+                                           void *userdata);
+
+/**
  * The message of the calling thread's last ferrolock call: "" if it succeeded.
  * Valid until the next ferrolock call on this thread; never NULL. Messages name the
  * lock and say what to do; they never contain passwords.
@@ -1451,3 +1662,33 @@ static inline ferrolock_status ferrolock_client_metrics(const ferrolock_client *
     return ferrolock_client_metrics_sized(client, m, (uint32_t)sizeof *m);
 }
 #endif  /* FERROLOCK_CLIENT_METRICS_DEFINED */
+
+#ifndef FERROLOCK_HOLDER_INFO_DEFINED
+#define FERROLOCK_HOLDER_INFO_DEFINED
+/**
+ * Who held the lock when the calling thread's latest acquire through `lock` with a
+ * wait returned FERROLOCK_NOT_ACQUIRED, into `*h` (`h->owner` NULL: nobody known):
+ *
+ *     if (ferrolock_lock_acquire(lock, 5000, -1) == FERROLOCK_NOT_ACQUIRED) {
+ *         ferrolock_holder h;
+ *         if (ferrolock_lock_holder_info(lock, &h) == FERROLOCK_OK && h.owner)
+ *             fprintf(stderr, "held by %s
+", h.description);
+ *     }
+ *
+ * Inline, so that it passes the size of `ferrolock_holder` as this program was
+ * compiled (see `ferrolock_lock_holder_info_sized()`).
+ */
+static inline ferrolock_status ferrolock_lock_holder_info(ferrolock_lock *lock, ferrolock_holder *h) {
+    return ferrolock_lock_holder_info_sized(lock, h, (uint32_t)sizeof *h);
+}
+
+/**
+ * Holder `index` of an inspected lock, its note read into fields, into `*h` (see
+ * `ferrolock_inspection_holder_info_sized()`).
+ */
+static inline ferrolock_status ferrolock_inspection_holder_info(const ferrolock_inspection *inspection, size_t index,
+                                                                ferrolock_holder *h) {
+    return ferrolock_inspection_holder_info_sized(inspection, index, h, (uint32_t)sizeof *h);
+}
+#endif  /* FERROLOCK_HOLDER_INFO_DEFINED */

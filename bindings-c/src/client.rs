@@ -34,6 +34,7 @@ pub(crate) fn client_arg(client: *const ferrolock_client) -> Result<Arc<ClientHa
 impl ClientHandle {
     /// The one connect: `ferrolock_client_connect()` and `ferrolock_client_connect_opts()`.
     unsafe fn connect(url: *const c_char, options: &ferrolock_options) -> Result<Self, Error> {
+        crate::log::init_from_env();
         let builder = options.builder(c_str(url, "url")?)?;
         let client = block_on(None, builder.connect())??;
         let id = CString::new(client.id()).map_err(|_| internal("client id contains a NUL byte"))?;

@@ -14,6 +14,7 @@ use ferrolock::{Error, ErrorKind, Inspection, ObjectKind};
 use crate::client::{client_arg, ferrolock_client};
 use crate::ffi::{self, answer, answer_new, block_on, internal, invalid};
 use crate::handle::{INSPECTIONS, SCANS};
+use crate::holder::{self, ferrolock_holder, HolderText};
 use crate::status::ferrolock_status;
 
 /// What a name holds, as `ferrolock_inspect()` tells it from its keys. The numeric
@@ -84,18 +85,12 @@ pub struct ferrolock_scan {
     _opaque: [u8; 0],
 }
 
-struct Holder {
-    owner: CString,
-    count: u64,
-    note: Option<CString>,
-}
-
 /// What a `ferrolock_inspection` handle stands for: the core's `Inspection` with its
 /// strings made C strings once, so the accessors hand out pointers into it.
 pub(crate) struct InspectionState {
     name: CString,
     kind: ferrolock_object_kind,
-    holders: Vec<Holder>,
+    holders: Vec<HolderText>,
     lease_left_ms: i64,
     waiters: u64,
     queue: Vec<CString>,
@@ -118,7 +113,7 @@ const _: () = ffi::shared_between_threads::<ScanState>();
 
 /// A string from Redis as a C string (a NUL inside shows as `\0`, as in messages).
 fn c_string(s: String) -> CString {
-    CString::new(s.replace('\0', "\\0")).unwrap_or_default()
+    holder::c_string(&s)
 }
 
 fn millis(d: Duration) -> i64 {
@@ -133,7 +128,7 @@ impl InspectionState {
         let holders = found
             .holders()
             .iter()
-            .map(|h| Holder { owner: c_string(h.owner.clone()), count: h.count, note: h.info.clone().map(c_string) })
+            .map(HolderText::of)
             .collect();
         Ok(InspectionState {
             name: c_string(found.name),
@@ -309,8 +304,9 @@ pub unsafe extern "C" fn ferrolock_inspection_holders_len(inspection: *const fer
 /// @param out_owner receives its owner field: `<client id>:<holder id>` for
 ///        ferrolock, `<uuid>:<thread id>` for Redisson.
 /// @param out_count receives how many times it holds (re-entries included).
-/// @param out_note receives the note it left (`ferrolock run`: its host, pid and
-///        command as JSON), or NULL when it left none (Redisson never does).
+/// @param out_note receives the note it left (JSON: see `ferrolock_holder`, which
+///        `ferrolock_inspection_holder_info()` fills with its fields), or NULL when it
+///        left none (a short hold, by default; Redisson never does).
 ///        Strings are owned by the snapshot, valid until it is freed.
 /// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed snapshot,
 ///         `index` out of range: nothing is written).
@@ -325,10 +321,37 @@ pub unsafe extern "C" fn ferrolock_inspection_holder(
     ffi!({
         let state = inspection_arg(inspection)?;
         let holder = item(&state.holders, index, "holders")?;
-        maybe(out_owner, holder.owner.as_ptr());
-        maybe(out_count, holder.count);
-        maybe(out_note, or_null(holder.note.as_ref()));
+        maybe(out_owner, holder.owner().as_ptr());
+        maybe(out_count, holder.count());
+        maybe(out_note, or_null(holder.info()));
         Ok(())
+    })
+}
+
+/// One holder of a lock with its note read into fields (app, host, pid, thread,
+/// command, since when), how long it has held the lock and a description for
+/// people, e.g. "billing on host-7 pid 4242 (thread worker-3, tid 4243) for 5 m 12 s".
+///
+/// Call it through `ferrolock_inspection_holder_info(inspection, index, &holder)`
+/// (inline in the header), which passes `sizeof holder` as the program was compiled.
+///
+/// @param index 0 to `ferrolock_inspection_holders_len()` - 1.
+/// @param out receives the holder; its strings are owned by the snapshot, valid
+///        until it is freed.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (freed snapshot, NULL
+///         `out`, `index` out of range, a `size` under 4 or over 4096 bytes:
+///         nothing is written).
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_inspection_holder_info_sized(
+    inspection: *const ferrolock_inspection,
+    index: usize,
+    out: *mut ferrolock_holder,
+    size: u32,
+) -> ferrolock_status {
+    ffi!({
+        let state = inspection_arg(inspection)?;
+        let holder = item(&state.holders, index, "holders")?;
+        HolderText::write(Some(holder), out, size, "ferrolock_inspection_holder_info_sized")
     })
 }
 

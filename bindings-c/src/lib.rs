@@ -24,6 +24,9 @@
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
 //! - `lock`: `ferrolock_lock`: create (by kind, or both sides of a read-write lock),
 //!   free, per-thread holders, acquire, release, queries, tokens;
+//! - `holder`: `ferrolock_holder`, who holds a lock (owner, note, how long), with
+//!   `ferrolock_lock_set_label()` for what a handle's holders' notes say and
+//!   `ferrolock_lock_holder_info()` for who was in the way of a timed-out acquire;
 //! - `multi`: `ferrolock_quorum` and `ferrolock_multilock_new()`, a lock over several
 //!   member handles (Redlock, MultiLock);
 //! - `lost`: lost holds and the on_lost callback;
@@ -32,6 +35,7 @@
 //! - `inspect`: `ferrolock_inspect()` into a `ferrolock_inspection` snapshot (what a
 //!   name is, its holders with their notes, lease, waiters, permits or count, last
 //!   token) and `ferrolock_scan`, the names under a prefix;
+//! - `log`: `ferrolock_set_logger()` and `FERROLOCK_LOG`, core's log events for C;
 //! - `status`: `ferrolock_status`, `ferrolock_last_error()`, status names, version.
 
 #![allow(non_camel_case_types)]
@@ -47,10 +51,12 @@ mod client;
 mod metrics;
 mod kind;
 mod lock;
+mod holder;
 mod multi;
 mod lost;
 mod counters;
 mod inspect;
+mod log;
 mod status;
 
 pub use client::*;
@@ -58,8 +64,10 @@ pub use metrics::*;
 pub use options::*;
 pub use kind::*;
 pub use lock::*;
+pub use holder::*;
 pub use multi::*;
 pub use lost::*;
 pub use counters::*;
 pub use inspect::*;
+pub use log::*;
 pub use status::*;

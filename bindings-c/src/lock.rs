@@ -16,6 +16,7 @@ use ferrolock::{validate, AcquireOptions, Client, Error, ErrorKind, Lock, LockKi
 use crate::client::{client_arg, ferrolock_client};
 use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, optional_millis, reclaim};
 use crate::handle::LOCKS;
+use crate::holder::HolderText;
 use crate::kind::{ferrolock_lock_kind, FerrolockLockKindArg};
 use crate::lost::LostSlot;
 use crate::status::ferrolock_status;
@@ -45,6 +46,12 @@ pub struct LockState {
     /// thread is one holder (one holder id) on both sides, so that a writer may also
     /// take read holds, as Redisson allows. `None`: the handle's holders are its own.
     shared_ids: Option<Arc<SharedIds>>,
+    /// The label its holders' notes give with their OS thread id (`ferrolock_lock_set_label()`).
+    pub(crate) label: Mutex<Option<Box<str>>>,
+    /// Who held the lock when each thread's latest acquire with a wait timed out
+    /// (`ferrolock_lock_holder_info()`): only that thread replaces its entry, so the
+    /// strings it was handed stay put until its next such timeout.
+    pub(crate) last_holders: Mutex<HashMap<ThreadId, Arc<HolderText>>>,
 }
 
 /// The holder id of each thread on the two sides of one read-write lock, with how
@@ -119,6 +126,8 @@ impl LockState {
             name_c: CString::new(name).map_err(|_| invalid("lock name contains a NUL byte"))?,
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
+            label: Mutex::new(None),
+            last_holders: Mutex::new(HashMap::new()),
         };
         Ok(state)
     }
@@ -159,6 +168,8 @@ impl LockState {
             threads: Mutex::new(HashMap::new()),
             on_lost: Arc::new(LostSlot::default()),
             shared_ids: None,
+            label: Mutex::new(None),
+            last_holders: Mutex::new(HashMap::new()),
         };
         Ok(state)
     }
@@ -203,6 +214,10 @@ impl LockState {
                 Lock::multi(holders, *quorum)?
             }
         };
+        // A multi-lock handle without a label of its own leaves its members' labels.
+        if !self.is_multi() || lock_ignoring_poison(&self.label).is_some() {
+            lock.set_holder_label(Some(&note_label(lock_ignoring_poison(&self.label).as_deref())))?;
+        }
         lock.set_on_lost(Some(self.lost_forwarder()));
         threads.insert(id, lock.clone());
         Ok(Some(lock))
@@ -334,6 +349,34 @@ impl LockState {
             ErrorKind::NotOwner,
             format!("lock \"{}\" is not held by this thread through this handle{so}", self.name),
         )
+    }
+}
+
+/// What a holder's notes say of its thread: the handle's label, if any, and the OS
+/// thread id of the calling thread, e.g. "worker-3, tid 4243" or "tid 4243".
+fn note_label(label: Option<&str>) -> String {
+    thread_local! {
+        static TID: u64 = os_thread_id();
+    }
+    let tid = TID.with(|t| *t);
+    match label {
+        Some(label) => format!("{label}, tid {tid}"),
+        None => format!("tid {tid}"),
+    }
+}
+
+/// The calling thread's id as the OS tells it (Linux: gettid(), as `ps -L` and
+/// `top -H` show it).
+fn os_thread_id() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u64 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: pthread_self has no preconditions.
+        unsafe { libc::pthread_self() as u64 }
     }
 }
 
@@ -555,20 +598,37 @@ pub unsafe extern "C" fn ferrolock_lock_acquire(lock: *mut ferrolock_lock, wait_
         let wait = optional_millis(wait_ms, "wait_ms", "wait forever", 0)?;
         let lease = optional_millis(lease_ms, "lease_ms", "watchdog lease", 1)?;
         let options = AcquireOptions { wait, lease };
-        let hold = lock.call_as_thread(|h| async move { h.acquire_hold(options).await })?;
-        match hold {
-            Some(_) => Ok(()),
-            None if lock.is_multi() => Err(Error::new(
+        let waited = wait.is_none_or(|w| !w.is_zero());
+        let (acquired, seen) = lock.call_as_thread(|h| async move {
+            let hold = h.acquire_hold(options).await?;
+            // Read before the idle holder is forgotten (call_as).
+            Ok((hold.is_some(), if hold.is_none() && waited { h.last_holder() } else { None }))
+        })?;
+        let mut held_by = String::new();
+        if !acquired && waited {
+            let mut last = lock_ignoring_poison(&lock.last_holders);
+            let id = std::thread::current().id();
+            match seen {
+                Some(seen) => {
+                    held_by = format!(" (held by {})", seen.describe());
+                    last.insert(id, Arc::new(HolderText::of(&seen)))
+                }
+                None => last.remove(&id),
+            };
+        }
+        match acquired {
+            true => Ok(()),
+            false if lock.is_multi() => Err(Error::new(
                 ErrorKind::NotAcquired,
                 format!(
                     "{} was not acquired within {wait_ms} ms: too few of its members could be taken \
-                     (someone else holds them)",
+                     (someone else holds them){held_by}",
                     lock.what()
                 ),
             )),
-            None => Err(Error::new(
+            false => Err(Error::new(
                 ErrorKind::NotAcquired,
-                format!("lock \"{}\" was not acquired within {wait_ms} ms: someone else holds it", lock.name),
+                format!("lock \"{}\" was not acquired within {wait_ms} ms: someone else holds it{held_by}", lock.name),
             )),
         }
     })

@@ -17,9 +17,9 @@ use std::mem::{offset_of, size_of};
 use std::ptr;
 use std::time::Duration;
 
-use ferrolock::{ClientBuilder, Config, Error};
+use ferrolock::{ClientBuilder, Config, Error, HolderNotes};
 
-use crate::ffi::{c_str, invalid};
+use crate::ffi::{c_str, invalid, optional_millis};
 
 /// Settings for `ferrolock_client_connect_opts()`. Fill it with
 /// `ferrolock_options_init()` first (defaults, and `size`), then change what you need.
@@ -65,6 +65,18 @@ pub struct ferrolock_options {
     /// Copied. (Added in 0.1.0 after `replica_ack_timeout_ms`: a program built with
     /// an older header passes a smaller `size`, and has none.)
     pub app_name: *const c_char,
+    /// When a holder leaves a note (app, host, pid, thread, since when) beside its
+    /// hold for operators and waiters: "off", "long" (holds that outlive
+    /// `holder_note_after_ms`: a short hold writes nothing) or "always" (every hold:
+    /// one more call per acquisition). NULL or "" (the default): "long". Copied.
+    pub holder_notes: *const c_char,
+    /// With "long" notes: how long a hold lasts before its note is written (the
+    /// watchdog's next round writes it). Default 1000; 0 ms to 7 days.
+    pub holder_note_after_ms: i64,
+    /// An acquire that has waited this long logs, at INFO, the lock and who holds it
+    /// (see `ferrolock_set_logger()`), and again each time its wait doubles.
+    /// Default 10000; 1 ms to 7 days, or -1: never.
+    pub slow_wait_log_ms: i64,
 }
 
 /// The largest `size` taken: anything bigger is not a `ferrolock_options` (most
@@ -90,7 +102,10 @@ macro_rules! every_field {
             sentinel_password,
             replica_ack,
             replica_ack_timeout_ms,
-            app_name
+            app_name,
+            holder_notes,
+            holder_note_after_ms,
+            slow_wait_log_ms
         )
     };
 }
@@ -111,6 +126,9 @@ impl ferrolock_options {
             replica_ack: i32::from(c.replica_ack),
             replica_ack_timeout_ms: ms(c.replica_ack_timeout),
             app_name: ptr::null(),
+            holder_notes: ptr::null(),
+            holder_note_after_ms: ms(c.holder_note_after),
+            slow_wait_log_ms: c.slow_wait_log.map_or(-1, ms),
         }
     }
 
@@ -206,6 +224,14 @@ impl ferrolock_options {
         if let Some(name) = optional_str(self.app_name, "app_name")? {
             b = b.app_name(name);
         }
+        if let Some(mode) = optional_str(self.holder_notes, "holder_notes")? {
+            let mode = mode.parse::<HolderNotes>().map_err(|_| {
+                invalid(format!("holder_notes = {mode:?} is not a mode; give \"off\", \"long\" (the default) or \"always\""))
+            })?;
+            b = b.holder_notes(mode);
+        }
+        b = b.holder_note_after(duration(self.holder_note_after_ms, "holder_note_after_ms")?);
+        b = b.slow_wait_log(optional_millis(self.slow_wait_log_ms, "slow_wait_log_ms", "never", 1)?);
         Ok(b)
     }
 }
@@ -255,7 +281,10 @@ mod tests {
         assert_eq!(offset_of!(ferrolock_options, replica_ack), 64);
         assert_eq!(offset_of!(ferrolock_options, replica_ack_timeout_ms), 72);
         assert_eq!(offset_of!(ferrolock_options, app_name), 80);
-        assert_eq!(size_of::<ferrolock_options>(), 88);
+        assert_eq!(offset_of!(ferrolock_options, holder_notes), 88);
+        assert_eq!(offset_of!(ferrolock_options, holder_note_after_ms), 96);
+        assert_eq!(offset_of!(ferrolock_options, slow_wait_log_ms), 104);
+        assert_eq!(size_of::<ferrolock_options>(), 112);
     }
 
     #[test]
@@ -298,7 +327,7 @@ mod tests {
         assert!(unsafe { ferrolock_options::read(&newer.old) }.is_ok());
         newer.extra = 5;
         let e = unsafe { ferrolock_options::read(&newer.old) }.unwrap_err();
-        assert!(e.message().contains("byte 88"), "{}", e.message());
+        assert!(e.message().contains("byte 112"), "{}", e.message());
     }
 
     #[test]
@@ -315,6 +344,10 @@ mod tests {
         check(ferrolock_options { replica_ack_timeout_ms: i64::MIN, ..d() }, "replica_ack_timeout_ms");
         check(ferrolock_options { retry_window_ms: i64::MAX, ..d() }, "retry_window_ms");
         check(ferrolock_options { replica_ack: 2, ..d() }, "replica_ack = 2");
+        check(ferrolock_options { holder_notes: c"sometimes".as_ptr(), ..d() }, "holder_notes = \"sometimes\"");
+        check(ferrolock_options { holder_note_after_ms: -1, ..d() }, "holder_note_after_ms = -1");
+        check(ferrolock_options { slow_wait_log_ms: 0, ..d() }, "slow_wait_log_ms = 0");
+        check(ferrolock_options { slow_wait_log_ms: -2, ..d() }, "slow_wait_log_ms = -2");
         let bad = CString::new(b"s3cret\xff".to_vec()).unwrap();
         check(ferrolock_options { sentinel_password: bad.as_ptr(), ..d() }, "sentinel_password is not valid UTF-8");
         let e = unsafe { ferrolock_options { sentinel_password: bad.as_ptr(), ..d() }.builder("x") }.err().unwrap();

@@ -1,0 +1,290 @@
+//! Core's `tracing` events for C: to stderr when `FERROLOCK_LOG` is set (an
+//! env-filter, e.g. `info` or `ferrolock=debug`; read at the first connect), and to a
+//! callback given to `ferrolock_set_logger()`. The same scheme as the Node binding
+//! (bindings-node/src/log.rs): no subscriber is installed until one of them asks for
+//! it, so without them an event costs core one cached "disabled" check.
+//!
+//! The callback runs on a thread of its own ("ferrolock-log"), fed by a bounded queue:
+//! never on a thread of the program's (so it may call ferrolock, and a slow callback
+//! holds up no lock call), never on the runtime's (which it would stall).
+
+use std::ffi::{c_char, c_void, CString};
+use std::fmt::Write as _;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Mutex, OnceLock};
+
+use ferrolock::Error;
+use tracing_subscriber::field::Visit;
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
+
+use crate::ffi::{c_str, internal, invalid};
+use crate::lock::lock_ignoring_poison;
+use crate::status::ferrolock_status;
+
+/// The level of a log event. The numeric values are part of the ABI.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ferrolock_log_level {
+    FERROLOCK_LOG_ERROR = 1,
+    FERROLOCK_LOG_WARN = 2,
+    FERROLOCK_LOG_INFO = 3,
+    FERROLOCK_LOG_DEBUG = 4,
+    FERROLOCK_LOG_TRACE = 5,
+}
+
+/// A log callback for `ferrolock_set_logger()`. Called on the library's log thread,
+/// one event at a time, in order; every string is valid only during the call.
+///
+/// - `level`: the event's level;
+/// - `target`: where in the library it comes from, e.g. "ferrolock::lock::slow_wait";
+/// - `message`: the event's text, e.g. `waiting 10 s for lock "jobs": held by ...`;
+/// - `fields`: its other fields as `key=value` pairs separated by spaces (the lock
+///   name, an error...), "" when none;
+/// - `userdata`: as given to `ferrolock_set_logger()`.
+pub type ferrolock_log_fn = Option<
+    unsafe extern "C" fn(
+        level: ferrolock_log_level,
+        target: *const c_char,
+        message: *const c_char,
+        fields: *const c_char,
+        userdata: *mut c_void,
+    ),
+>;
+
+/// The C logger: its function and userdata, which only the log thread passes back.
+#[derive(Clone, Copy)]
+struct Logger {
+    callback: unsafe extern "C" fn(ferrolock_log_level, *const c_char, *const c_char, *const c_char, *mut c_void),
+    userdata: *mut c_void,
+}
+
+// The program hands userdata over to the log thread (documented on ferrolock_set_logger).
+unsafe impl Send for Logger {}
+
+/// One event on its way to the log thread.
+struct Record {
+    level: ferrolock_log_level,
+    target: CString,
+    message: CString,
+    fields: CString,
+}
+
+/// The logger the log thread calls; replaced by `ferrolock_set_logger()`.
+static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
+/// Held by the log thread while it runs the callback: `ferrolock_set_logger()` takes it
+/// after replacing the logger, so once it returns the old callback is not running and
+/// never runs again.
+static CALLING: Mutex<()> = Mutex::new(());
+/// Serializes `ferrolock_set_logger()` calls (filter and callback change together).
+static SETTING: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static ON_LOG_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Events waiting for the log thread; beyond this many, new ones are dropped (a
+/// callback that cannot keep up must not make core's threads wait or grow memory).
+const QUEUE: usize = 4096;
+
+type CFilter = reload::Handle<EnvFilter, Registry>;
+
+/// The reload handle of the callback layer's filter, once the subscriber is installed.
+static INSTALLED: OnceLock<Option<CFilter>> = OnceLock::new();
+/// The log thread's queue, started with the first `ferrolock_set_logger()` with a callback.
+static QUEUE_TX: OnceLock<Result<SyncSender<Record>, String>> = OnceLock::new();
+
+const ENV: &str = "FERROLOCK_LOG";
+
+/// The subscriber: stderr (when `FERROLOCK_LOG` is set) and the callback layer, whose
+/// filter stays "off" until `ferrolock_set_logger()` sets one. Installed once per
+/// process; `None` when another global subscriber was already there.
+fn install() -> &'static Option<CFilter> {
+    INSTALLED.get_or_init(|| {
+        let stderr = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| {
+            match EnvFilter::try_new(&spec) {
+                Ok(filter) => Some(
+                    tracing_subscriber::fmt::layer()
+                        .with_writer(std::io::stderr)
+                        .with_ansi(false)
+                        .with_filter(filter),
+                ),
+                Err(e) => {
+                    eprintln!("ferrolock: {ENV}={spec:?} is not a valid filter ({e}); logging to stderr is off");
+                    None
+                }
+            }
+        });
+        let (filter, handle) = reload::Layer::new(EnvFilter::new("off"));
+        let subscriber = Registry::default().with(CLayer.with_filter(filter)).with(stderr);
+        subscriber.try_init().ok().map(|_| handle)
+    })
+}
+
+/// At the first connect: installs the subscriber only when `FERROLOCK_LOG` asks for logs.
+pub(crate) fn init_from_env() {
+    if std::env::var_os(ENV).is_some_and(|v| !v.is_empty()) {
+        install();
+    }
+}
+
+fn queue() -> Result<&'static SyncSender<Record>, Error> {
+    let tx = QUEUE_TX.get_or_init(|| {
+        let (tx, rx) = sync_channel::<Record>(QUEUE);
+        std::thread::Builder::new()
+            .name("ferrolock-log".into())
+            .spawn(move || deliver(rx))
+            .map(|_| tx)
+            .map_err(|e| format!("cannot start the ferrolock log thread: {e}"))
+    });
+    tx.as_ref().map_err(|e| internal(e.clone()))
+}
+
+/// The log thread: hands each event to the logger of the moment.
+fn deliver(rx: Receiver<Record>) {
+    ON_LOG_THREAD.with(|t| t.set(true));
+    for record in rx {
+        let _calling = lock_ignoring_poison(&CALLING);
+        let Some(logger) = *lock_ignoring_poison(&LOGGER) else { continue };
+        // SAFETY: the program gave this function and userdata for this call; the
+        // strings live until it returns.
+        unsafe {
+            (logger.callback)(
+                record.level,
+                record.target.as_ptr(),
+                record.message.as_ptr(),
+                record.fields.as_ptr(),
+                logger.userdata,
+            )
+        };
+    }
+}
+
+/// Sends the library's log events at `filter` or above to `callback`, on a thread
+/// of the library's (one event at a time, in order), or stops that (`callback` NULL).
+/// One logger per process: a call replaces the previous one. The slow-wait line
+/// (an acquire waiting longer than `slow_wait_log_ms`, naming the lock's holder) is
+/// an INFO event of target "ferrolock::lock::slow_wait".
+///
+/// Independently of this, `FERROLOCK_LOG=<filter>` in the environment (read at the
+/// first connect) writes the events it lets through to stderr.
+///
+/// @param callback called for each event (see `ferrolock_log_fn`), or NULL to stop.
+///        It must not block for long: events beyond a queue of 4096 are dropped
+///        while it catches up. It may call ferrolock functions, including this one.
+/// @param filter which events: a level ("error", "warn", "info", "debug", "trace")
+///        or an env-filter such as "ferrolock=debug,ferrolock::renewal=trace".
+///        NULL or "": "info". Copied.
+/// @param userdata passed back to every call; the program keeps it valid (and safe
+///        to use from the log thread) until the logger is replaced.
+/// @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (a filter that does not
+///         parse, invalid UTF-8, or another Rust `tracing` subscriber already
+///         installed in this process: nothing changes); `FERROLOCK_ERR_INTERNAL`.
+///
+/// Thread-safe. When it returns, the previous callback is not running and is never
+/// called again (unless it is called from inside that callback: then the callback
+/// finishes the call it is in). Never calls the callback itself.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_set_logger(
+    callback: ferrolock_log_fn,
+    filter: *const c_char,
+    userdata: *mut c_void,
+) -> ferrolock_status {
+    ffi!({
+        set_logger(callback, filter, userdata)?;
+        if !ON_LOG_THREAD.with(|t| t.get()) {
+            // Waits out a call of the previous callback that is under way (SETTING is
+            // not held here: that callback may be calling this function).
+            drop(lock_ignoring_poison(&CALLING));
+        }
+        Ok(())
+    })
+}
+
+unsafe fn set_logger(callback: ferrolock_log_fn, filter: *const c_char, userdata: *mut c_void) -> Result<(), Error> {
+    let _one_at_a_time = lock_ignoring_poison(&SETTING);
+    let spec = if filter.is_null() { "" } else { c_str(filter, "filter")? };
+    let spec = if spec.trim().is_empty() { "info" } else { spec };
+    let filter = match callback {
+        None => EnvFilter::new("off"),
+        Some(_) => EnvFilter::try_new(spec).map_err(|e| {
+            invalid(format!(
+                "ferrolock_set_logger: filter {spec:?} is not a valid filter ({e}); give e.g. \"info\" or \"ferrolock=debug\""
+            ))
+        })?,
+    };
+    let Some(handle) = install() else {
+        return Err(invalid("ferrolock_set_logger: another tracing subscriber is installed in this process"));
+    };
+    if callback.is_some() {
+        queue()?;
+    }
+    *lock_ignoring_poison(&LOGGER) = callback.map(|callback| Logger { callback, userdata });
+    handle.reload(filter).map_err(|e| internal(format!("ferrolock_set_logger: {e}")))?;
+    Ok(())
+}
+
+/// Queues the events its filter lets through for the log thread.
+struct CLayer;
+
+impl<S: tracing::Subscriber> Layer<S> for CLayer {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        // A panic here would unwind through core's code into whatever C call is under way.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let Some(Ok(tx)) = QUEUE_TX.get() else { return };
+            let meta = event.metadata();
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            let level = match *meta.level() {
+                tracing::Level::ERROR => ferrolock_log_level::FERROLOCK_LOG_ERROR,
+                tracing::Level::WARN => ferrolock_log_level::FERROLOCK_LOG_WARN,
+                tracing::Level::INFO => ferrolock_log_level::FERROLOCK_LOG_INFO,
+                tracing::Level::DEBUG => ferrolock_log_level::FERROLOCK_LOG_DEBUG,
+                tracing::Level::TRACE => ferrolock_log_level::FERROLOCK_LOG_TRACE,
+            };
+            let record = Record {
+                level,
+                target: c_text(meta.target()),
+                message: c_text(&fields.message),
+                fields: c_text(&fields.others),
+            };
+            // Never waits for the log thread: a full queue drops the event.
+            let _ = tx.try_send(record);
+        }));
+    }
+}
+
+fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', "\\0")).unwrap_or_default()
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    /// "key=value key=value".
+    others: String,
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.put(field, value);
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.put(field, &format!("{value:?}"));
+    }
+}
+
+impl Fields {
+    fn put(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.message = value.to_string();
+        } else {
+            if !self.others.is_empty() {
+                self.others.push(' ');
+            }
+            let _ = write!(self.others, "{}={value}", field.name());
+        }
+    }
+}
