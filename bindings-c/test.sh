@@ -193,7 +193,7 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced kind statuses thread_exit thread_connection acl options sentinel redlock handles closed extend metrics inspect \
+for t in counter reentrancy wait lease lost fenced kind statuses thread_exit thread_connection acl options sentinel redlock handles closed extend metrics inspect notes \
     rwlock fair semaphore permits latch; do
     check "asan-$t" run_asan "$t" || true
 done
