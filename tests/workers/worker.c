@@ -2,8 +2,13 @@
  * The C worker of the cross-language tests and of `ferrolock demo`: a thin user of
  * bindings-c (include/ferrolock.h) that speaks the line protocol of
  * tests/workers/README.md (with "The family": every lock kind, semaphores,
- * permit-expirable semaphores, latches). Every command runs on the main thread, which
- * is the holder (with the lock handle) of every lock this worker takes.
+ * permit-expirable semaphores, latches, and the holder notes of issue 31: `label`,
+ * `holder`, `waitlog`). Every command runs on the main thread, which is the holder
+ * (with the lock handle) of every lock this worker takes.
+ *
+ * Optional start-up environment: FERROLOCK_WORKER_APP (app_name),
+ * FERROLOCK_WORKER_NOTE_AFTER_MS (holder_note_after_ms), FERROLOCK_WORKER_SLOW_WAIT_MS
+ * (slow_wait_log_ms).
  *
  *     ferrolock-worker-c URL [WATCHDOG_MS]
  */
@@ -47,8 +52,36 @@ struct counted {
     struct counted *next;
 };
 
+/* The label `label NAME TEXT` gave NAME: set on its handles, also those made later. */
+struct label {
+    char *name;
+    char *text;
+    struct label *next;
+};
+
 static ferrolock_client *client;
 static struct entry *entries; /* in order of first use */
+static struct label *labels;
+
+/* The latest INFO lines of the library's log (ferrolock_set_logger), newest at
+ * `logged_next - 1`, for `waitlog`. The callback runs on the library's log thread. */
+enum { LOGGED = 64 };
+static char *logged[LOGGED];
+static unsigned logged_next;
+static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(ferrolock_log_level level, const char *target, const char *message, const char *fields, void *user) {
+    (void)target;
+    (void)fields;
+    (void)user;
+    if (level != FERROLOCK_LOG_INFO || strncmp(message, "waiting ", 8) != 0) return;
+    char *copy = strdup(message);
+    if (!copy) return;
+    pthread_mutex_lock(&log_mutex);
+    free(logged[logged_next % LOGGED]);
+    logged[logged_next++ % LOGGED] = copy;
+    pthread_mutex_unlock(&log_mutex);
+}
 static struct counted *counteds;
 /* The on_lost callback signals this condition; `lost` waits on it. */
 static pthread_mutex_t lost_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -157,6 +190,16 @@ static struct entry *entry_for(const char *name, ferrolock_lock_kind kind) {
                                                         : ferrolock_rwlock_new(client, name, &locks[1], &locks[0]);
     for (int i = 0; i < 2 && st == FERROLOCK_OK; i++)
         if (locks[i]) st = ferrolock_lock_on_lost(locks[i], on_lost, NULL);
+    if (st != FERROLOCK_OK) {
+        say_status(st);
+        ferrolock_lock_free(locks[0]);
+        ferrolock_lock_free(locks[1]);
+        return NULL;
+    }
+    for (struct label *l = labels; l && st == FERROLOCK_OK; l = l->next)
+        if (strcmp(l->name, name) == 0)
+            for (int i = 0; i < 2 && st == FERROLOCK_OK; i++)
+                if (locks[i]) st = ferrolock_lock_set_label(locks[i], l->text);
     if (st != FERROLOCK_OK) {
         say_status(st);
         ferrolock_lock_free(locks[0]);
@@ -426,6 +469,63 @@ static bool run_counted(char **f, int n) {
     return true;
 }
 
+/* `label NAME TEXT`: TEXT names this worker's holders of NAME in their notes. */
+static void set_label(const char *name, const char *text) {
+    for (struct entry *e = entries; e; e = e->next) {
+        if (strcmp(e->name, name) != 0) continue;
+        ferrolock_status st = ferrolock_lock_set_label(e->lock, text);
+        if (st != FERROLOCK_OK) {
+            say_status(st);
+            return;
+        }
+    }
+    struct label *l = labels;
+    while (l && strcmp(l->name, name) != 0) l = l->next;
+    char *copy = strdup(text);
+    if (!copy || (!l && !(l = calloc(1, sizeof *l)))) {
+        free(copy);
+        say_error("err", "ERR_INTERNAL", "out of memory");
+        return;
+    }
+    if (!l->name) {
+        if (!(l->name = strdup(name))) {
+            free(l);
+            free(copy);
+            say_error("err", "ERR_INTERNAL", "out of memory");
+            return;
+        }
+        l->next = labels;
+        labels = l;
+    }
+    free(l->text);
+    l->text = copy;
+    say("ok");
+}
+
+/* `holder NAME`: the description of who held NAME when this worker's latest acquire
+ * of it with a wait timed out. */
+static void say_holder(const char *name) {
+    struct entry *e = entry_named(name, NULL);
+    if (!e) return;
+    ferrolock_holder h;
+    ferrolock_status st = ferrolock_lock_holder_info(e->lock, &h);
+    if (st != FERROLOCK_OK) say_status(st);
+    else say("ok %s", h.owner ? h.description : "-");
+}
+
+/* `waitlog NAME`: the latest slow-wait line naming lock "NAME". */
+static void say_waitlog(const char *name) {
+    char needle[512];
+    snprintf(needle, sizeof needle, " for lock \"%s\"", name);
+    pthread_mutex_lock(&log_mutex);
+    const char *found = NULL;
+    for (unsigned i = logged_next; i-- > 0 && logged_next - i <= LOGGED && !found;)
+        if (strstr(logged[i % LOGGED], needle)) found = logged[i % LOGGED];
+    if (found) say("ok %s", found);
+    else say("ok -");
+    pthread_mutex_unlock(&log_mutex);
+}
+
 /* Runs one command line (split in place) and prints its one reply. */
 static void run(char *line) {
     enum { MAX_FIELDS = 10 };
@@ -496,6 +596,16 @@ static void run(char *line) {
         }
         count(&section, f[2], f[3], max, seconds, hold_us);
         return;
+    } else if (strcmp(f[0], "label") == 0 && n >= 3) {
+        for (int i = 3; i < n; i++) f[i][-1] = ' '; /* TEXT is the rest of the line */
+        set_label(f[1], f[2]);
+        return;
+    } else if (strcmp(f[0], "holder") == 0 && n == 2) {
+        say_holder(f[1]);
+        return;
+    } else if (strcmp(f[0], "waitlog") == 0 && n == 2) {
+        say_waitlog(f[1]);
+        return;
     } else if (run_counted(f, n)) {
         return;
     }
@@ -517,7 +627,24 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    ferrolock_status st = ferrolock_client_connect(argv[1], watchdog_ms, &client);
+    ferrolock_options options;
+    ferrolock_options_init(&options);
+    options.watchdog_timeout_ms = watchdog_ms;
+    options.app_name = getenv("FERROLOCK_WORKER_APP");
+    const char *env_ms[2] = {getenv("FERROLOCK_WORKER_NOTE_AFTER_MS"), getenv("FERROLOCK_WORKER_SLOW_WAIT_MS")};
+    int64_t *field[2] = {&options.holder_note_after_ms, &options.slow_wait_log_ms};
+    for (int i = 0; i < 2; i++) {
+        if (!env_ms[i] || !*env_ms[i]) continue;
+        size_t n = strlen(env_ms[i]);
+        if (n > 15 || strspn(env_ms[i], "0123456789") != n) {
+            say_error("fail", "ERR_INVALID_ARGUMENT", "%s must be a non-negative integer, not \"%s\"",
+                      i ? "FERROLOCK_WORKER_SLOW_WAIT_MS" : "FERROLOCK_WORKER_NOTE_AFTER_MS", env_ms[i]);
+            return 1;
+        }
+        *field[i] = strtoll(env_ms[i], NULL, 10);
+    }
+    ferrolock_status st = ferrolock_set_logger(on_log, "info", NULL);
+    if (st == FERROLOCK_OK) st = ferrolock_client_connect_opts(argv[1], &options, &client);
     if (st != FERROLOCK_OK) {
         say_error("fail", ferrolock_status_str(st) + strlen("FERROLOCK_"), "%s", ferrolock_last_error());
         return 1;
@@ -543,6 +670,15 @@ int main(int argc, char **argv) {
         free(entries);
         entries = next;
     }
+    while (labels) {
+        struct label *next = labels->next;
+        free(labels->name);
+        free(labels->text);
+        free(labels);
+        labels = next;
+    }
+    ferrolock_set_logger(NULL, NULL, NULL);
+    for (unsigned i = 0; i < LOGGED; i++) free(logged[i]);
     while (counteds) {
         struct counted *next = counteds->next;
         if (counteds->shape == SEMAPHORE) ferrolock_semaphore_free(counteds->handle);
