@@ -28,6 +28,10 @@ struct Settings {
     replica_ack: Option<bool>,
     replica_ack_timeout: Option<f64>,
     app_name: Option<String>,
+    holder_notes: Option<String>,
+    holder_note_after: Option<f64>,
+    /// Infinite: never log a slow wait.
+    slow_wait_log: Option<f64>,
 }
 
 /// The core builder for `url` with `s`. Errors name the setting, never the URL
@@ -66,6 +70,21 @@ fn builder(url: &str, s: &Settings) -> PyResult<ClientBuilder> {
     if let Some(app) = &s.app_name {
         // Checked by the core when connecting (1 to 64 of [A-Za-z0-9._-]).
         b = b.app_name(app.clone());
+    }
+    if let Some(mode) = &s.holder_notes {
+        b = b.holder_notes(mode.parse().py()?);
+    }
+    if let Some(d) = seconds(s.holder_note_after, "holder_note_after")? {
+        b = b.holder_note_after(d);
+    }
+    match s.slow_wait_log {
+        Some(v) if v == f64::INFINITY => b = b.slow_wait_log(None),
+        // Range-checked (1 ms to 7 days) by the core when connecting.
+        v => {
+            if let Some(d) = seconds(v, "slow_wait_log")? {
+                b = b.slow_wait_log(Some(d));
+            }
+        }
     }
     Ok(b)
 }
@@ -163,12 +182,16 @@ twin_methods! {
             /// sentinels' own credentials; `replica_ack` / `replica_ack_timeout` make an
             /// acquire behind Sentinel wait for a replica (NotReplicatedError if none
             /// acknowledges in time); `app_name` ends every connection's name
-            /// (`ferrolock:<client id>:<app name>`).
+            /// (`ferrolock:<client id>:<app name>`) and the holders' notes;
+            /// `holder_notes` ("off", "long", "always") and `holder_note_after`
+            /// (seconds) say when a hold writes its note; an acquire that waited
+            /// `slow_wait_log` seconds logs who is in the way (inf: never).
             #[staticmethod]
             #[pyo3(signature = (
                 url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None,
                 drift_factor=None, sentinel_username=None, sentinel_password=None, replica_ack=None,
-                replica_ack_timeout=None, app_name=None
+                replica_ack_timeout=None, app_name=None, holder_notes=None, holder_note_after=None,
+                slow_wait_log=None
             ))]
             #[allow(clippy::too_many_arguments)]
             fn connect | connect_async (
@@ -182,7 +205,10 @@ twin_methods! {
                 sentinel_password: Option<String>,
                 replica_ack: Option<bool>,
                 replica_ack_timeout: Option<f64>,
-                app_name: Option<String>
+                app_name: Option<String>,
+                holder_notes: Option<String>,
+                holder_note_after: Option<f64>,
+                slow_wait_log: Option<f64>
             ) -> Client {
                 let settings = Settings {
                     watchdog_timeout,
@@ -195,6 +221,9 @@ twin_methods! {
                     replica_ack,
                     replica_ack_timeout,
                     app_name,
+                    holder_notes,
+                    holder_note_after,
+                    slow_wait_log,
                 };
                 let b = builder(&url, &settings)?;
                 async move { b.connect().await.map(|c| Client::wrap(c, url, settings)) }
@@ -216,7 +245,7 @@ twin_methods! {
 
             /// What `name` is, told from its keys, and what is going on there, as the
             /// plain tuple `ferrolock.Inspection` is made from: `(name, kind, holders
-            /// [(owner, count, info)], lease left in seconds or None (inf: no expiry),
+            /// (who.rs), lease left in seconds or None (inf: no expiry),
             /// waiters, queue, mode, permits, permits out [(id, lease left in seconds or
             /// None)], count, last token)`. `kind` reads it as that kind ("lock",
             /// "fair_lock", "read_write_lock", "semaphore", "permit_expirable_semaphore",
@@ -350,7 +379,7 @@ twin_methods! {
 type Inspected = (
     String,
     &'static str,
-    Vec<(String, u64, Option<String>)>,
+    Vec<crate::who::Holder>,
     Option<f64>,
     u64,
     Vec<String>,
@@ -363,7 +392,7 @@ type Inspected = (
 
 fn inspected(found: ferrolock::Inspection) -> Inspected {
     let lease = found.lease_left().map(|d| if d == std::time::Duration::MAX { f64::INFINITY } else { d.as_secs_f64() });
-    let holders = found.holders().iter().map(|h| (h.owner.clone(), h.count, h.info.clone())).collect();
+    let holders = found.holders().iter().map(crate::who::holder).collect();
     let last_token = found.last_token();
     let out = found.permits_out.into_iter().map(|p| (p.id, p.lease_left_ms.map(|ms| ms as f64 / 1000.0))).collect();
     (found.name, found.kind.as_str(), holders, lease, found.waiters, found.queue, found.mode, found.permits, out, found.count, last_token)

@@ -36,6 +36,8 @@
 //! * logs.rs: the core's `tracing` events to Python's `logging` (logger
 //!   "ferrolock" and its children), filtered without the GIL and delivered by a
 //!   thread of their own.
+//! * who.rs: a core `HolderEntry` (owner, count, note, held for, description) as
+//!   the tuple `ferrolock.HolderEntry` is made from.
 
 mod call;
 mod client;
@@ -44,6 +46,7 @@ mod family;
 mod lock;
 mod logs;
 mod runtime;
+mod who;
 
 use pyo3::prelude::*;
 

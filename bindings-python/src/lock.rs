@@ -103,7 +103,10 @@ fn options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
 }
 
 /// `Holder.status()` as Python gets it (see there).
-type Status = (String, Vec<(String, u64, Option<String>)>, Option<f64>, u64, Option<u64>);
+type Status = (String, Vec<crate::who::Holder>, Option<f64>, u64, Option<u64>);
+
+/// Longest holder label the core keeps, in bytes.
+const MAX_LABEL: usize = 600;
 
 fn lease_seconds(d: Option<Duration>) -> Option<f64> {
     d.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_secs_f64() })
@@ -200,14 +203,14 @@ twin_methods! {
                 async move { lock.set_holder_info(info.as_deref()).await }
             }
 
-            /// The lock as the server sees it: `(name, [(owner, count, info)],
+            /// The lock as the server sees it: `(name, [holder (who.rs)],
             /// remaining lease in seconds or None (inf: no expiry), subscribed clients,
             /// last fencing token or None)`. InvalidArgumentError for a multi-lock.
             fn status | status_async (&self) -> Status {
                 let lock = self.handle()?;
                 async move {
                     let s = lock.status().await?;
-                    let holders: Vec<_> = s.holders.into_iter().map(|h| (h.owner, h.count, h.info)).collect();
+                    let holders: Vec<_> = s.holders.iter().map(crate::who::holder).collect();
                     Ok((s.name, holders, lease_seconds(s.remaining_lease), s.subscribers, s.last_token))
                 }
             }
@@ -234,6 +237,27 @@ twin_methods! {
             let lock = ferrolock::Lock::multi(locks, quorum).py()?;
             let members = members.into_iter().map(Bound::unbind).collect();
             Ok(Holder::new(lock, Spec::Multi { members, quorum }))
+        }
+
+        /// Names this holder's thread or task in its notes from its next hold on
+        /// (cut to 600 bytes; None removes it; a multi-lock: every member's).
+        /// No round-trip: the Python layer calls it when the name changed.
+        fn set_holder_label(&self, label: Option<&str>) -> PyResult<()> {
+            let label = label.map(|l| {
+                let mut end = l.len().min(MAX_LABEL);
+                while !l.is_char_boundary(end) {
+                    end -= 1;
+                }
+                &l[..end]
+            });
+            self.handle()?.set_holder_label(label).py()
+        }
+
+        /// Who held the lock when this holder's latest acquire with a wait timed
+        /// out, as `status` gives holders (who.rs); None if it was free by then,
+        /// could not be read, or no such acquire timed out.
+        fn last_holder(&self) -> Option<crate::who::Holder> {
+            self.here().and_then(|l| l.last_holder()).as_ref().map(crate::who::holder)
         }
 
         /// A multi-lock: how many of its members it needs (None for a single lock).

@@ -67,6 +67,7 @@ def test_no_expiry(client: ferrolock.Client, name: str, r: object) -> None:
     try:
         status = client.lock(name).status()
         assert status.holders == (ferrolock.HolderEntry("someone:1", 1),)
+        assert status.holders[0].description.startswith("someone:1 (no note")
         assert status.remaining_lease == math.inf
     finally:
         r.delete(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar
 
@@ -33,6 +34,9 @@ _CONNECT_OPTIONS = (
     "replica_ack",
     "replica_ack_timeout",
     "app_name",
+    "holder_notes",
+    "holder_note_after",
+    "slow_wait_log",
 )
 """The arguments of :class:`Client` and :meth:`ferrolock.aio.Client.connect`, as
 the native ``connect`` and ``connect_async`` take them."""
@@ -55,6 +59,14 @@ def _connect_options(arguments: dict[str, Any]) -> dict[str, Any]:
     for name in ("sentinel_username", "sentinel_password", "app_name"):
         if options[name] is not None and not isinstance(options[name], str):
             raise TypeError(f"{name} must be a str or None, not {type(options[name]).__name__}")
+    if not isinstance(options["holder_notes"], str):
+        raise TypeError(f'holder_notes must be "off", "long" or "always", not {type(options["holder_notes"]).__name__}')
+    check_seconds(options["holder_note_after"], "holder_note_after")
+    if options["holder_note_after"] is None:
+        raise TypeError("holder_note_after must be a number of seconds (int or float), not None")
+    check_seconds(options["slow_wait_log"], "slow_wait_log")
+    if options["slow_wait_log"] is None:
+        options["slow_wait_log"] = math.inf  # the native spelling of "never"
     _native.sync_log_level()
     return options
 
@@ -167,9 +179,22 @@ class Client(_ClientBase, _Scoped):
     so it cannot close it. ``replica_ack=False`` skips the wait. Both are ignored
     outside Sentinel. ``app_name`` (1 to 64 of ``[A-Za-z0-9._-]``) names every
     connection ``ferrolock:<client id>:<app name>`` (without it
-    ``ferrolock:<client id>``), as ``CLIENT LIST`` shows. Bad types raise :class:`TypeError`, bad values
-    :class:`InvalidArgumentError`, naming the argument; passwords never appear in
-    messages, logs or ``repr``.
+    ``ferrolock:<client id>``), as ``CLIENT LIST`` shows, and the holders' notes.
+
+    Holder notes say who holds a lock (``app_name``, host, pid, the thread or
+    asyncio task that acquired, since when) for :meth:`Lock.status`,
+    :meth:`inspect`, ``ferrolock status`` / ``top`` and other clients' waiters
+    (:attr:`LockTimeoutError.holder`). ``holder_notes`` says when a hold writes
+    one: ``"long"`` (the default) once it has lasted ``holder_note_after``
+    seconds (default 1.0; written in the watchdog's next round, so a short hold
+    costs nothing), ``"always"`` right after every acquire (one more round trip
+    each), ``"off"`` never. An acquire that has waited ``slow_wait_log`` seconds
+    (default 10.0; None: never) logs at INFO, on a ``"ferrolock.*"`` logger, the
+    lock and who holds it, and again each time its wait doubles.
+
+    Bad types raise :class:`TypeError`, bad values :class:`InvalidArgumentError`
+    (an unknown ``holder_notes`` mode, a negative duration), naming the argument;
+    passwords never appear in messages, logs or ``repr``.
 
     Use it as a context manager, or call :meth:`close` when done: the client
     keeps every hold that is not released (even of a garbage-collected lock
@@ -196,6 +221,9 @@ class Client(_ClientBase, _Scoped):
         replica_ack: bool = True,
         replica_ack_timeout: float = 1.0,
         app_name: str | None = None,
+        holder_notes: str = "long",
+        holder_note_after: float = 1.0,
+        slow_wait_log: float | None = 10.0,
     ) -> None:
         super().__init__(_native.Client.connect(**_connect_options(locals())))
 

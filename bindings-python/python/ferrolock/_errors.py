@@ -4,6 +4,10 @@ each has a stable ``code`` (the same as the Node binding's ``err.code``)."""
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._status import HolderEntry
 
 __all__ = [
     "LockError",
@@ -44,9 +48,16 @@ class LockLostError(LockError):
 
 
 class LockTimeoutError(LockError, TimeoutError):
-    """``lock.hold(timeout=...)`` could not acquire the lock in time."""
+    """``lock.hold(timeout=...)`` (or ``client.synchronized(..., timeout=...)``)
+    could not acquire the lock in time. :attr:`holder` says who held it then."""
 
     code = "NOT_ACQUIRED"
+
+    holder: HolderEntry | None = None
+    """Who held the lock when the wait ran out (read at that moment, with its
+    note: app, host, pid, thread, held for, and a ``description`` for people);
+    None when it was free by then, could not be read, or the acquire only tried
+    once (``timeout=0``), and for semaphores and latches."""
 
 
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 - the name is part of the API

@@ -21,7 +21,7 @@ from ._args import check_seconds
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _caller_ended, _HeldLocks, logger
 from ._scope import _Scoped
-from ._status import LockStatus
+from ._status import HolderEntry, LockStatus
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -147,14 +147,16 @@ the slot whose hold was lost, so that ``lock.lost`` and friends answer for it.""
 class _Slot:
     """A caller's (thread's or task's) native holder, or the one shared holder of a
     ``holder_id``; for a multi-lock, also its members' holders for that same caller
-    (in member order)."""
+    (in member order). ``label``: the thread or task name its holder's notes say,
+    as last given to the core (an acquire calls into the core only when it changed)."""
 
-    __slots__ = ("holder", "members", "lost_event", "__weakref__")
+    __slots__ = ("holder", "members", "lost_event", "label", "__weakref__")
 
     def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder] = ()) -> None:
         self.holder = holder
         self.members = tuple(members)
         self.lost_event = LostEvent()
+        self.label: str | None = None
 
 
 class _Holdable:
@@ -240,6 +242,23 @@ class _Holdable:
         lock no longer protects."""
         slot = self._current_slot()
         return (slot if slot is not None else self._slot()).lost_event
+
+    def _set_label(self, slot: _Slot, label: str) -> None:
+        """Names the caller (its thread or task) in the notes of ``slot``'s holds;
+        called by an acquire when the name differs from ``slot.label``."""
+        slot.holder.set_holder_label(label)
+        slot.label = label
+
+    def _timeout_error(self, message: str, timeout: float | None) -> LockTimeoutError:
+        """A :class:`LockTimeoutError` carrying who held the lock when the caller's
+        acquire timed out (the core read it then), named in the message too. A
+        single try (``timeout`` 0) reads nothing: what the core kept is older."""
+        holder = self._current() if timeout else None
+        raw = None if holder is None else holder.last_holder()
+        seen = None if raw is None else HolderEntry._from_native(raw)
+        error = LockTimeoutError(message if seen is None else f"{message}; it is held by {seen.description}")
+        error.holder = seen
+        return error
 
     def _before_acquire(self, slot: _Slot) -> bool:
         """True if an acquire through ``slot`` would start a new hold."""
@@ -356,6 +375,9 @@ class _ThreadHeld(_Holdable, _Scoped):
         wait = _wait_seconds(blocking, timeout)
         check_seconds(lease, "lease", warn_long=True)
         slot = self._slot()
+        label = threading.current_thread().name
+        if label != slot.label:
+            self._set_label(slot, label)
         new_hold = self._before_acquire(slot)
         acquired = False
         try:
@@ -456,7 +478,7 @@ class _LockBase(_Holdable, Generic[_C]):
         return self._native_client.holder(self._probe.name, self._probe.kind, holder_id), ()
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
-        return LockTimeoutError(f'lock "{self.name}" was not acquired within {timeout} s; it is held by another holder')
+        return self._timeout_error(f'lock "{self.name}" was not acquired within {timeout} s', timeout)
 
     @property
     def client(self) -> _C:

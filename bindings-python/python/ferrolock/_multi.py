@@ -19,7 +19,7 @@ from . import _native
 from ._client import Client
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _HeldLocks
-from ._lock import Lock, OnLostCallback, _Holdable, _LockBase, _ThreadHeld
+from ._lock import Lock, OnLostCallback, _Holdable, _LockBase, _Slot, _ThreadHeld
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -94,10 +94,20 @@ class _MultiLockBase(_Holdable, Generic[_M]):
         return _native.Holder.multi(members, self._QUORUM), members
 
     def _timed_out(self, timeout: float | None) -> LockTimeoutError:
-        return LockTimeoutError(
+        return self._timeout_error(
             f'{self._PUBLIC_NAME} "{self.name}" was not acquired within {timeout} s: '
-            f"fewer than {self.quorum} of its {len(self._members)} members could be taken"
+            f"fewer than {self.quorum} of its {len(self._members)} members could be taken",
+            timeout,
         )
+
+    def _set_label(self, slot: _Slot, label: str) -> None:
+        """Each member's holder for the caller keeps its own label (a member may
+        also be acquired alone): the multi-lock's slot keeps none, so every acquire
+        asks the members, each calling into the core only when its label changed."""
+        for member in self._members:
+            member_slot = member._slot()
+            if member_slot.label != label:
+                member._set_label(member_slot, label)
 
     # -- properties ------------------------------------------------------------
 

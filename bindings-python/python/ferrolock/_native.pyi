@@ -20,7 +20,11 @@ __all__ = [
 
 __version__: str
 
-_Status = tuple[str, list[tuple[str, int, str | None]], float | None, int, int | None]
+# (app, host, pid, thread, command, renewed, since in Unix ms)
+_Note = tuple[str | None, str | None, int | None, str | None, str | None, bool | None, int | None]
+# (owner, count, info, note, held for in seconds, description)
+_Holder = tuple[str, int, str | None, _Note | None, float | None, str]
+_Status = tuple[str, list[_Holder], float | None, int, int | None]
 
 @final
 class Client:
@@ -39,6 +43,9 @@ class Client:
         replica_ack: bool | None = None,
         replica_ack_timeout: float | None = None,
         app_name: str | None = None,
+        holder_notes: str | None = None,
+        holder_note_after: float | None = None,
+        slow_wait_log: float | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -53,6 +60,9 @@ class Client:
         replica_ack: bool | None = None,
         replica_ack_timeout: float | None = None,
         app_name: str | None = None,
+        holder_notes: str | None = None,
+        holder_note_after: float | None = None,
+        slow_wait_log: float | None = None,
     ) -> asyncio.Future[Client]: ...
     @property
     def id(self) -> str: ...
@@ -80,7 +90,7 @@ class Client:
 _Inspected = tuple[
     str,
     str,
-    list[tuple[str, int, str | None]],
+    list[_Holder],
     float | None,
     int,
     list[str],
@@ -119,6 +129,8 @@ class Holder:
     def set_holder_info_async(self, info: str | None) -> asyncio.Future[None]: ...
     def status(self) -> _Status: ...
     def status_async(self) -> asyncio.Future[_Status]: ...
+    def set_holder_label(self, label: str | None) -> None: ...
+    def last_holder(self) -> _Holder | None: ...
     @staticmethod
     def multi(members: list[Holder], quorum: str) -> Holder: ...
     @property

@@ -4,7 +4,7 @@ from the native extension's plain tuples and dicts."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["HolderEntry", "LockStatus", "Inspection", "PermitOut", "Histogram", "Metrics"]
@@ -12,14 +12,50 @@ __all__ = ["HolderEntry", "LockStatus", "Inspection", "PermitOut", "Histogram", 
 
 @dataclass(frozen=True)
 class HolderEntry:
-    """One holder of a lock as the server sees it."""
+    """One holder of a lock as the server sees it, with its note: who it is
+    (app, host, pid, thread or task) and since when it holds. A note is written
+    by the holder's client once the hold outlives the client's
+    ``holder_note_after`` (the ``holder_notes`` option, see :class:`Client`): a
+    short hold, or a client with notes off (or Redisson), leaves only the owner
+    field and the count.
+
+    Also what :attr:`LockTimeoutError.holder` gives: who held the lock when an
+    acquire gave up waiting."""
 
     owner: str
     """The owner field: ``<client id>:<holder id>`` for ferrolock, ``<uuid>:<thread id>`` for Redisson."""
     count: int
     """How many times that holder has entered the lock."""
     info: str | None = None
-    """The text the holder attached with ``lock.set_holder_info()``, if any."""
+    """The holder's note as stored (a JSON object written by its client, or the
+    text set with ``lock.set_holder_info()``), if any."""
+    app: str | None = None
+    """The holder client's ``app_name``."""
+    host: str | None = None
+    """The holder's host name."""
+    pid: int | None = None
+    """The holder's process id."""
+    thread: str | None = None
+    """The holder's thread name (Python: the thread, or the asyncio task, that
+    acquired; Node and C: their label)."""
+    command: str | None = None
+    """What the holder runs (``ferrolock run``: its command)."""
+    renewed: bool | None = None
+    """True when the holder's watchdog renews the hold (no explicit lease)."""
+    since_ms: int | None = None
+    """When the hold began, in Unix milliseconds by the Redis server's clock."""
+    held_for: float | None = None
+    """Seconds the lock has been held, by the server's clock (from the note)."""
+    description: str = field(default="", compare=False)
+    """The holder for people, e.g. ``"billing on host-7 pid 4242 (thread
+    worker-3) for 5 m 12 s"`` (its owner field when it left no note). Made from
+    the other fields, so equality ignores it."""
+
+    @classmethod
+    def _from_native(cls, raw: tuple[Any, ...]) -> HolderEntry:
+        owner, count, info, note, held_for, description = raw
+        app, host, pid, thread, command, renewed, since_ms = note if note is not None else (None,) * 7
+        return cls(owner, count, info, app, host, pid, thread, command, renewed, since_ms, held_for, description)
 
 
 @dataclass(frozen=True)
@@ -30,8 +66,8 @@ class LockStatus:
     name: str
     """The lock name."""
     holders: tuple[HolderEntry, ...]
-    """Every holder with its hold count (several only for Redisson's read/write
-    cases; empty when the lock is free)."""
+    """Every holder with its hold count and note (several only for read locks;
+    empty when the lock is free)."""
     remaining_lease: float | None
     """Seconds left on the lease; None when free, ``inf`` for a lock without expiry."""
     subscribers: int
@@ -46,13 +82,11 @@ class LockStatus:
         return bool(self.holders)
 
     @classmethod
-    def _from_native(
-        cls, raw: tuple[str, list[tuple[str, int, str | None]], float | None, int, int | None]
-    ) -> LockStatus:
+    def _from_native(cls, raw: tuple[str, list[tuple[Any, ...]], float | None, int, int | None]) -> LockStatus:
         name, holders, remaining, subscribers, last_token = raw
         return cls(
             name=name,
-            holders=tuple(HolderEntry(owner, count, info) for owner, count, info in holders),
+            holders=tuple(HolderEntry._from_native(h) for h in holders),
             remaining_lease=remaining,
             subscribers=subscribers,
             last_token=last_token,
@@ -82,7 +116,7 @@ class Inspection:
     ``"semaphore"``, ``"permit_expirable_semaphore"``, ``"count_down_latch"``, or
     ``"semaphore_or_latch"`` (a number nothing waits on: nothing tells which)."""
     holders: tuple[HolderEntry, ...]
-    """A lock's holders with their notes (``set_holder_info``); empty when free or not a lock."""
+    """A lock's holders with their notes (who, since when); empty when free or not a lock."""
     lease_left: float | None
     """Seconds left on a held lock's lease; None when free or not a lock, ``inf`` without expiry."""
     waiters: int
@@ -112,7 +146,7 @@ class Inspection:
         return cls(
             name=name,
             kind=kind,
-            holders=tuple(HolderEntry(owner, n, info) for owner, n, info in holders),
+            holders=tuple(HolderEntry._from_native(h) for h in holders),
             lease_left=lease,
             waiters=waiters,
             queue=tuple(queue),

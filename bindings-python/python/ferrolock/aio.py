@@ -116,13 +116,18 @@ class Client(_ClientBase, _AsyncScoped):
         replica_ack: bool = True,
         replica_ack_timeout: float = 1.0,
         app_name: str | None = None,
+        holder_notes: str = "long",
+        holder_note_after: float = 1.0,
+        slow_wait_log: float | None = 10.0,
     ) -> Client:
         """Connects and checks that the server answers. See :class:`ferrolock.Client`
         for the URL forms (``redis://``, ``redis+sentinel://``, ``redis+cluster://``)
         and the settings: ``drift_factor`` out of 0 to 0.5 or ``replica_ack_timeout``
         out of 1 ms to 600 s raises :class:`InvalidArgumentError`; behind Sentinel
         with ``replica_ack`` on, an acquire no replica acknowledged in time raises
-        :class:`NotReplicatedError`."""
+        :class:`NotReplicatedError`. ``holder_notes``, ``holder_note_after`` and
+        ``slow_wait_log`` as there (a holder's note names the asyncio task that
+        acquired)."""
         native = await _native.Client.connect_async(**_connect_options(locals()))
         return cls(native)
 
@@ -288,6 +293,10 @@ class _TaskHeld(_Holdable, _AsyncScoped):
         wait = _wait_seconds(blocking, timeout)
         check_seconds(lease, "lease", warn_long=True)
         slot = self._slot()
+        task = asyncio.current_task()
+        label = None if task is None else task.get_name()
+        if label is not None and label != slot.label:
+            self._set_label(slot, label)
         new_hold = self._before_acquire(slot)
         future = slot.holder.acquire_async(wait, lease)
         try:
