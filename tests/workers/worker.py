@@ -3,11 +3,16 @@ user of the sync API of the ``ferrolock`` package that speaks the line protocol
 of tests/workers/README.md.
 
     bindings-python/.venv/bin/python tests/workers/worker.py URL [WATCHDOG_MS]
+
+Start-up settings from the environment (all optional): FERROLOCK_WORKER_APP
+(``app_name``), FERROLOCK_WORKER_NOTE_AFTER_MS (``holder_note_after``),
+FERROLOCK_WORKER_SLOW_WAIT_MS (``slow_wait_log``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -81,6 +86,8 @@ class Entry:
         self.lock = lock
         # Levels acquired and not yet released (a lost hold counts until it is released).
         self.depth = 0
+        # Who held the lock when this worker's latest timed-out acquire of it gave up.
+        self.seen: ferrolock.HolderEntry | None = None
 
 
 def acquire(entry: Entry, wait_ms: int | None) -> str | None:
@@ -91,6 +98,44 @@ def acquire(entry: Entry, wait_ms: int | None) -> str | None:
     entry.depth = depth + 1
     token = entry.lock.token
     return "-" if token is None else str(token)
+
+
+def acquire_or_timeout(entry: Entry, wait_ms: int | None) -> str | None:
+    """As :func:`acquire`, through the path that raises LockTimeoutError (and carries
+    the holder): ``hold()``, re-entered inside so that one level stays held after it."""
+    depth = 0 if entry.lock.lost else entry.depth
+    try:
+        with entry.lock.hold(timeout=None if wait_ms is None else wait_ms / 1000):
+            entry.lock.acquire()  # a re-entry: at once
+    except ferrolock.LockTimeoutError as e:
+        entry.seen = e.holder
+        return None
+    entry.depth = depth + 1
+    token = entry.lock.token
+    return "-" if token is None else str(token)
+
+
+class WaitLog(logging.Handler):
+    """Keeps, per lock name, the latest INFO line of the core's slow-wait log
+    (``waiting 10 s for lock "NAME": held by ...``), as Python's logging gets it."""
+
+    PATTERN = re.compile(r'waiting .*? for lock "([^"]*)"')
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.latest: dict[str, str] = {}
+        self.mutex = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        found = self.PATTERN.match(message)
+        if record.levelno == logging.INFO and found:
+            with self.mutex:
+                self.latest[found.group(1)] = message.replace("\r", " ").replace("\n", " ")
+
+    def line(self, name: str) -> str | None:
+        with self.mutex:
+            return self.latest.get(name)
 
 
 def release(entry: Entry) -> None:
@@ -181,8 +226,12 @@ def wait_ms(field: str | None) -> float | None:
 
 
 class Worker:
-    def __init__(self, client: ferrolock.Client) -> None:
+    def __init__(self, client: ferrolock.Client, waitlog: WaitLog) -> None:
         self.client = client
+        self.waitlog = waitlog
+        self.labels: dict[str, str] = {}
+        """``label NAME TEXT``: the thread name to acquire NAME under (notes name the thread)."""
+        self.thread_name = threading.current_thread().name
         self.locks: dict[tuple[str, str], Entry] = {}
         self.first_kind: dict[str, str] = {}
         """The kind each name was first used with: ``release NAME`` / ``lost NAME`` without a KIND."""
@@ -235,8 +284,21 @@ class Worker:
         command, *args = line.split(" ")
         n = len(args)
         if command == "acquire" and n in (2, 3):
-            token = acquire(self.entry(args[0], kind_of(args[1])), number(args[2], "WAIT_MS") if n == 3 else None)
+            entry = self.entry(args[0], kind_of(args[1]))
+            self.name_thread(args[0])
+            token = acquire_or_timeout(entry, number(args[2], "WAIT_MS") if n == 3 else None)
             return "timeout" if token is None else f"ok {token}"
+        if command == "label" and n >= 2:
+            # The thread that runs the commands takes TEXT as its name when it acquires
+            # NAME: the binding's automatic label (the thread name) is what is tested.
+            self.labels[args[0]] = " ".join(args[1:])
+            return "ok"
+        if command == "holder" and n == 1:
+            seen = self.named(args[0], None).seen
+            return "ok -" if seen is None else f"ok {one_line(seen.description)}"
+        if command == "waitlog" and n == 1:
+            logged = self.waitlog.line(args[0])
+            return "ok -" if logged is None else f"ok {one_line(logged)}"
         if command == "release" and n in (1, 2):
             release(self.named(args[0], args[1] if n == 2 else None))
             return "ok"
@@ -260,6 +322,7 @@ class Worker:
                 section = Section(semaphore=semaphore)
             else:
                 section = Section(entry=self.entry(name, kind_of(kind)))
+                self.name_thread(name)
             return f"ok {count(section, counter, log, most, seconds, hold_us)}"
         if command == "sem_set" and n == 2:
             return f"ok {str(self.semaphore(args[0]).try_set_permits(number(args[1], 'PERMITS'))).lower()}"
@@ -292,19 +355,43 @@ class Worker:
             return "ok open" if self.latch(args[0]).wait(wait) else "timeout"
         raise invalid(f"malformed command {json.dumps(line)}; see tests/workers/README.md")
 
+    def name_thread(self, name: str) -> None:
+        """Names the command thread for an acquire of ``name`` (its label, else its first name)."""
+        threading.current_thread().name = self.labels.get(name, self.thread_name)
+
+
+def one_line(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ")
+
 
 def main(argv: list[str]) -> int:
     try:
         if len(argv) not in (2, 3):
             raise invalid("usage: worker.py URL [WATCHDOG_MS]")
         watchdog_ms = number(argv[2], "WATCHDOG_MS") if len(argv) == 3 else 30000
-        client = ferrolock.Client(argv[1], watchdog_timeout=watchdog_ms / 1000)
+        settings: dict[str, object] = {}
+        if os.environ.get("FERROLOCK_WORKER_APP"):
+            settings["app_name"] = os.environ["FERROLOCK_WORKER_APP"]
+        for env, setting in (("FERROLOCK_WORKER_NOTE_AFTER_MS", "holder_note_after"),
+                             ("FERROLOCK_WORKER_SLOW_WAIT_MS", "slow_wait_log")):
+            if os.environ.get(env):
+                settings[setting] = number(os.environ[env], env) / 1000
+        # The slow-wait lines reach logging at INFO: the level of "ferrolock" is read when connecting.
+        waitlog = WaitLog()
+        logger = logging.getLogger("ferrolock")
+        logger.addHandler(waitlog)
+        logger.setLevel(logging.INFO)
+        # Warnings (a lost hold, ...) on stderr, as without a handler; stdout is the protocol.
+        warnings = logging.StreamHandler(sys.stderr)
+        warnings.setLevel(logging.WARNING)
+        logger.addHandler(warnings)
+        client = ferrolock.Client(argv[1], watchdog_timeout=watchdog_ms / 1000, **settings)  # type: ignore[arg-type]
     except Exception as e:
         say(f"fail {coded(e)}")
         return 1
     say(f"ready python {os.getpid()}")
 
-    worker = Worker(client)
+    worker = Worker(client, waitlog)
     for raw in iter(sys.stdin.buffer.readline, b""):
         try:
             line = raw.removesuffix(b"\n").decode("utf-8")
