@@ -167,10 +167,25 @@ typedef enum ferrolock_object_kind {
  * The level of a log event. The numeric values are part of the ABI.
  */
 typedef enum ferrolock_log_level {
+    /**
+     * Something failed that the program may not see otherwise.
+     */
     FERROLOCK_LOG_ERROR = 1,
+    /**
+     * Something went wrong and was worked around (a renewal retried, a reconnect).
+     */
     FERROLOCK_LOG_WARN = 2,
+    /**
+     * Worth telling an operator: e.g. an acquire waiting longer than `slow_wait_log_ms`.
+     */
     FERROLOCK_LOG_INFO = 3,
+    /**
+     * What the library does, step by step.
+     */
     FERROLOCK_LOG_DEBUG = 4,
+    /**
+     * Every detail.
+     */
     FERROLOCK_LOG_TRACE = 5,
 } ferrolock_log_level;
 

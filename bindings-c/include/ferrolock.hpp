@@ -148,6 +148,34 @@ private:
     ferrolock_client *c_ = nullptr;
 };
 
+/** A lock's holder (ferrolock_holder): its owner field, hold count, note as stored
+ *  ("" with has_note false: none) and read into fields ("" or -1 when unknown), how
+ *  long it has held the lock, and the description for people. */
+struct holder {
+    std::string owner;
+    uint64_t count;
+    bool has_note;
+    std::string note;
+    std::string app;
+    std::string host;
+    int64_t pid;
+    std::string thread;
+    std::string command;
+    int renewed; /* 1 renewed by the watchdog, 0 an explicit lease, -1 unknown */
+    int64_t since_ms;
+    int64_t held_for_ms;
+    std::string description;
+};
+
+namespace detail {
+inline std::string text(const char *s) { return s ? s : ""; }
+inline holder holder_of(const ferrolock_holder &h) {
+    return holder{text(h.owner), h.count,     h.info != nullptr, text(h.info), text(h.app),
+                  text(h.host),  h.pid,       text(h.thread),    text(h.command), h.renewed,
+                  h.since_ms,    h.held_for_ms, text(h.description)};
+}
+}  // namespace detail
+
 /** A ferrolock_lock handle, used like a std::recursive_timed_mutex shared by
  *  processes. (Named mutex: a C++ class cannot have a member function lock() if it
  *  is itself called lock.) Move-only; destroying it releases what it still holds
@@ -254,6 +282,20 @@ public:
         uint64_t t = 0;
         detail::check(ferrolock_lock_token(l_, &t));
         return t;
+    }
+
+    /** Names this handle's holders in their notes: "(thread LABEL, tid N)"
+     *  (ferrolock_lock_set_label()); "" removes it. */
+    void set_label(const std::string &label) { detail::check(ferrolock_lock_set_label(l_, label.c_str())); }
+
+    /** Who held the lock when this thread's latest try_lock_for()/try_lock_until()
+     *  through this mutex ran out (ferrolock_lock_holder_info()): false when none. */
+    bool last_holder(holder &out) const {
+        ferrolock_holder h;
+        detail::check(ferrolock_lock_holder_info(l_, &h));
+        if (!h.owner) return false;
+        out = detail::holder_of(h);
+        return true;
     }
 
     int64_t lease_ms() const noexcept { return lease_ms_; }
@@ -492,13 +534,8 @@ public:
  *  the other accessors of ferrolock.h through native_handle()). Move-only. */
 class inspection : public detail::handle<ferrolock_inspection, ferrolock_inspection_free> {
 public:
-    /** One holder: its owner field, hold count and note ("" with has_note false: none). */
-    struct holder {
-        std::string owner;
-        uint64_t count;
-        bool has_note;
-        std::string note;
-    };
+    /** One holder: see ferrolock::holder. */
+    typedef ferrolock::holder holder;
 
     inspection(const client &c, const std::string &name) {
         detail::check(ferrolock_inspect(c.native_handle(), name.c_str(), &h_));
@@ -518,10 +555,9 @@ public:
         detail::check(ferrolock_inspection_holders_len(h_, &n));
         std::vector<holder> all;
         for (size_t i = 0; i < n; i++) {
-            const char *owner = nullptr, *note = nullptr;
-            uint64_t count = 0;
-            detail::check(ferrolock_inspection_holder(h_, i, &owner, &count, &note));
-            all.push_back(holder{owner, count, note != nullptr, note ? note : ""});
+            ferrolock_holder h;
+            detail::check(ferrolock_inspection_holder_info(h_, i, &h));
+            all.push_back(detail::holder_of(h));
         }
         return all;
     }

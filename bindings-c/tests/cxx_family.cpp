@@ -102,6 +102,15 @@ int main() {
     CHECK(holders.size() == 1 && holders[0].count == 1 && !holders[0].has_note);
     CHECK(holders[0].owner.compare(0, other.id().size(), other.id()) == 0);
     CHECK(in.lease_left_ms() > 0 && in.waiters() == 0 && in.last_token() == 0);
+    CHECK(holders[0].pid == -1 && holders[0].thread.empty() && holders[0].held_for_ms == -1);
+    CHECK(holders[0].description.find(holders[0].owner + " (no note") == 0); // a short hold writes none
+    // A wait that runs out keeps who was in the way; a try does not.
+    ferrolock::mutex blocked(client, "cxx-held");
+    ferrolock::holder seen;
+    CHECK(!blocked.last_holder(seen));
+    CHECK(!blocked.try_lock_for(milliseconds(50)));
+    CHECK(blocked.last_holder(seen) && seen.owner == holders[0].owner && seen.count == 1);
+    blocked.set_label("cxx-worker");
     ferrolock::inspection as_latch(client, "cxx-sem", FERROLOCK_OBJECT_COUNT_DOWN_LATCH);
     CHECK(as_latch.kind() == FERROLOCK_OBJECT_COUNT_DOWN_LATCH);
     std::vector<std::string> names = ferrolock::scan(client, "cxx-");
