@@ -44,8 +44,9 @@ impl Call {
         self.script
     }
 
-    /// Runs it; after a NOSCRIPT (the script's first use on this server, or a SCRIPT
-    /// FLUSH) loads the script and runs it once more, like redis-rs's `invoke_async`.
+    /// Runs it; after a NOSCRIPT (a SCRIPT FLUSH since the connection asked what the
+    /// server has, a cluster: scripts/mod.rs) loads the script and runs it once more,
+    /// like redis-rs's `invoke_async`.
     pub async fn invoke<T: FromRedisValue>(&self, conn: &mut Conn) -> RedisResult<T> {
         match self.send(conn).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {

@@ -1,17 +1,20 @@
 //! The constant Lua scripts, run by EVALSHA, one folder per primitive and one file
 //! per operation.
 //!
-//! A script is loaded when a call first needs it: every call sends EVALSHA, and a
-//! NOSCRIPT reply (the server never had it, was restarted, flushed its scripts or
-//! is a new master after a failover) has it loaded there (SCRIPT LOAD; on a cluster,
-//! on every node) and sent again, by redis-rs's `invoke_async`, `lock::wire::Call`
-//! or the replica-ack pipeline (lock/reentrant.rs). NOSCRIPT means the script did
-//! not run, so sending it again is safe. Scripts belong to the server, not to a
-//! connection, so that first use costs two more round-trips once per server and
-//! script; after it every call is one round-trip, on any connection of any client.
-//! A client loads only what its calls run and the server lacks (a connection loads
-//! nothing), and it remembers nothing that could go stale: the server's NOSCRIPT is
-//! the only record. A user refused SCRIPT LOAD (ACL) runs the scripts others loaded.
+//! A script is loaded when a call first needs it, on the server it runs on, not by
+//! every new connection: a new connection asks SCRIPT EXISTS of every script once
+//! (transport/conn/loading.rs), and the first EVALSHA of one the server lacks goes
+//! right behind its SCRIPT LOAD, in the same round-trip. So every call is one
+//! round-trip from the start (a hold's first renewal over a slow link included),
+//! a client loads only what its calls run and the server lacks (a CLI run: its
+//! acquire's and release's scripts on a fresh server, none after), and a second
+//! client loads none. What a connection's SCRIPT EXISTS cannot know (a SCRIPT FLUSH
+//! or restart since, a cluster, whose nodes answer as one, a user refused SCRIPT
+//! EXISTS, a pipeline) meets NOSCRIPT, which redis-rs's `invoke_async`,
+//! `lock::wire::Call` and the replica-ack pipeline (lock/reentrant.rs) answer by
+//! loading the script (on a cluster, on every node) and sending the call again:
+//! NOSCRIPT means it did not run. A user refused SCRIPT LOAD runs the scripts
+//! others loaded, and is told `+script|load` where none did.
 
 use std::sync::LazyLock;
 

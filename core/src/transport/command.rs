@@ -51,6 +51,14 @@ impl Command {
         self.arg(itoa::Buffer::new().format(n).as_bytes());
     }
 
+    /// The SHA it names if it is an EVALSHA.
+    pub fn evalsha(&self) -> Option<&[u8]> {
+        match self {
+            Command::Resp { bulks, .. } => bulks.strip_prefix(b"$7\r\nEVALSHA\r\n$40\r\n").and_then(|rest| rest.get(..40)),
+            Command::Cmd(cmd) => evalsha_of(cmd),
+        }
+    }
+
     /// Appends it, packed as RESP, to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         match self {
@@ -87,6 +95,15 @@ impl Command {
     }
 }
 
+/// The SHA `cmd` names if it is an EVALSHA.
+pub(crate) fn evalsha_of(cmd: &Cmd) -> Option<&[u8]> {
+    let mut args = cmd.args_iter();
+    match (args.next(), args.next()) {
+        (Some(redis::Arg::Simple(name)), Some(redis::Arg::Simple(sha))) if name.eq_ignore_ascii_case(b"EVALSHA") => Some(sha),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Command;
@@ -109,5 +126,23 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a, b"*6\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n1\r\n$0\r\n\r\n$5\r\nk\r\ney\r\n$5\r\n30000\r\n");
         assert_eq!(resp.to_cmd().get_packed_command(), a);
+    }
+
+    /// Both forms name the SHA of an EVALSHA (conn/loading.rs), and nothing else.
+    #[test]
+    fn both_forms_name_an_evalsha() {
+        let sha = "e0e1f9fabfc9d4800c877a703b823ac0578ff831";
+        for host in [true, false] {
+            let mut call = Command::new(host);
+            for arg in [b"EVALSHA".as_slice(), sha.as_bytes(), b"1", b"k"] {
+                call.arg(arg);
+            }
+            assert_eq!(call.evalsha(), Some(sha.as_bytes()));
+            let mut other = Command::new(host);
+            for arg in [b"EVAL".as_slice(), sha.as_bytes(), b"0"] {
+                other.arg(arg);
+            }
+            assert_eq!(other.evalsha(), None);
+        }
     }
 }

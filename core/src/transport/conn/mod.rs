@@ -21,13 +21,14 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
-use super::command::Command;
+use super::command::{evalsha_of, Command};
 use super::host::HostLink;
 use super::Target;
 use crate::config::Config;
 use crate::metrics::Recorder;
 
 mod hosts;
+mod loading;
 mod masters;
 
 use hosts::HostEntry;
@@ -39,7 +40,8 @@ enum Link {
     Cluster(ClusterConnection),
 }
 
-type Connecting = Shared<BoxFuture<'static, RedisResult<(Link, u32)>>>;
+/// A connection, its master's replicas (Sentinel) and the scripts its server lacks.
+type Connecting = Shared<BoxFuture<'static, RedisResult<(Link, u32, u64)>>>;
 
 enum Slot {
     Idle,
@@ -63,6 +65,8 @@ struct Inner {
     /// retires only the connection it happened on.
     slot: Mutex<Slot>,
     epochs: std::sync::atomic::AtomicU64,
+    /// The scripts the current connection's server lacks (loading.rs).
+    missing_scripts: std::sync::atomic::AtomicU64,
     /// The hosts' connections (host/), one per host thread: a call polled on a
     /// host's thread uses that thread's.
     hosts: std::sync::RwLock<Vec<HostEntry>>,
@@ -103,6 +107,7 @@ impl Conn {
             replicas: AtomicU32::new(0),
             slot: Mutex::new(Slot::Idle),
             epochs: std::sync::atomic::AtomicU64::new(0),
+            missing_scripts: Default::default(),
             hosts: Default::default(),
         };
         Conn { inner: Arc::new(inner), timeout: config.response_timeout }
@@ -140,9 +145,10 @@ impl Conn {
         let mut slot = self.inner.slot.lock().unwrap();
         let current = matches!(&*slot, Slot::Connecting(_, e) if *e == epoch);
         match result {
-            Ok((conn, replicas)) => {
+            Ok((conn, replicas, missing)) => {
                 if current {
                     self.inner.replicas.store(replicas, Ordering::Relaxed);
+                    self.inner.missing_scripts.store(missing, Ordering::Relaxed);
                     *slot = Slot::Ready(conn.clone(), epoch);
                     if self.inner.connected.swap(true, Ordering::Relaxed) {
                         self.inner.metrics.reconnected();
@@ -196,6 +202,10 @@ impl Conn {
     /// here may use it, else on the client's connection. (What `ConnectionLike` does,
     /// without boxing the future.)
     pub async fn request(&self, cmd: &Cmd) -> RedisResult<Value> {
+        if let Some(source) = self.claim_missing(|| evalsha_of(cmd)).await? {
+            return self.load_and_send(source, |out| cmd.write_packed_command(out), || std::borrow::Cow::Borrowed(cmd)).await;
+        }
+        self.note_load(cmd);
         if let Some(reply) = self.send_on_host(|out| cmd.write_packed_command(out)) {
             return reply.await;
         }
@@ -204,6 +214,9 @@ impl Conn {
 
     /// [`Conn::request`] for a [`Command`]: every script call of a lock comes through here.
     pub async fn request_command(&self, command: &Command) -> RedisResult<Value> {
+        if let Some(source) = self.claim_missing(|| command.evalsha()).await? {
+            return self.load_and_send(source, |out| command.write_to(out), || command.to_cmd()).await;
+        }
         if let Some(reply) = self.send_on_host(|out| command.write_to(out)) {
             return reply.await;
         }
@@ -275,9 +288,9 @@ impl ConnectionLike for Link {
     }
 }
 
-/// Connects (loading no script: scripts/mod.rs says when they are). Under
-/// Sentinel, also counts the master's replicas.
-async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, u32)> {
+/// Connects and asks which scripts the server lacks (loading none: loading.rs).
+/// Under Sentinel, also counts the master's replicas.
+async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, u32, u64)> {
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     let attempt = async {
         let (mut link, replicas) = match &*target {
@@ -291,7 +304,8 @@ async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> Redi
             Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
         };
         super::set_name(&mut link, &name).await?;
-        Ok((link, replicas))
+        let missing = loading::missing_on(&mut link).await?;
+        Ok((link, replicas, missing))
     };
     match tokio::time::timeout(timeout * 2, attempt).await {
         Ok(result) => result,
