@@ -216,7 +216,12 @@ impl Multi {
             }
             let levels: Vec<Vec<usize>> = if all { std::mem::take(&mut st.levels) } else { vec![st.levels.pop().expect("not empty")] };
             let lost = st.lost.as_ref().and_then(|tx| tx.borrow().clone());
-            (levels.concat(), st.levels.len() as u32, lost)
+            let mut members = levels.concat();
+            // Last members first: a release of the first may wake a waiter of this client
+            // at once (a hand-off), whose tries of the later ones then queue behind
+            // their releases on the same connections instead of finding them busy.
+            members.sort_unstable_by(|a, b| b.cmp(a));
+            (members, st.levels.len() as u32, lost)
         };
         let results = futures_util::future::join_all(members.iter().map(|i| self.members[*i].release())).await;
         let failures: Vec<(usize, Error)> = members.iter().zip(results).filter_map(|(i, r)| r.err().map(|e| (*i, e))).collect();
