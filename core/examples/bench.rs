@@ -3,20 +3,22 @@
 //!
 //! cargo run --release -p ferrolock --example bench -- --url URL [--seconds N] [--only SECTION]
 //!
-//! Sections: uncontended, contended, throughput, watchdog, family (all by default;
+//! Sections: uncontended, contended, throughput, watchdog, family, redlock (all by default;
 //! `--only` runs one, e.g. under a profiler).
 
 #[path = "shared/family.rs"]
 mod family;
 #[path = "shared/measure.rs"]
 mod measure;
+#[path = "shared/redlock.rs"]
+mod redlock;
 
 use std::time::Duration;
 
 use ferrolock::{Client, Lock};
 use measure::{contended, ms, process_cpu, run_for, script_calls, server_cpu, uncontended_with_floor};
 
-const SECTIONS: [&str; 5] = ["uncontended", "contended", "throughput", "watchdog", "family"];
+const SECTIONS: [&str; 6] = ["uncontended", "contended", "throughput", "watchdog", "family", "redlock"];
 
 #[tokio::main]
 async fn main() {
@@ -76,6 +78,9 @@ async fn main() {
         family::fair(&url).await;
         family::read_write(&url, window).await;
         family::semaphore(&url, window).await;
+    }
+    if run("redlock") {
+        redlock::section().await;
     }
 }
 
