@@ -50,7 +50,25 @@ export interface ConnectOptions {
    * `[A-Za-z0-9._-]`; else the connect rejects with `InvalidArgumentError`.
    */
   appName?: string;
+  /**
+   * When a holder leaves a note beside its hold (app name, host, pid, label, since
+   * when) for `status()`, `inspect()`, `ferrolock status` and the waiters it keeps
+   * waiting: `'off'`, `'long'` (holds that outlive `holderNoteAfterMs`: a short hold
+   * costs nothing) or `'always'` (one more call per acquisition). Default `'long'`.
+   */
+  holderNotes?: HolderNotes;
+  /** With `holderNotes: 'long'`: how long a hold lasts before its note is written. Default 1000. */
+  holderNoteAfterMs?: number;
+  /**
+   * An acquire that has waited this long logs, at INFO (`setLogger`, `FERROLOCK_LOG`),
+   * the lock and who holds it, and again each time its wait doubles. `false`: never.
+   * Default 10000.
+   */
+  slowWaitLogMs?: number | false;
 }
+
+/** When holders write their notes (`ConnectOptions.holderNotes`). */
+export type HolderNotes = 'off' | 'long' | 'always';
 
 /**
  * Which lock: reentrant (Redisson's `RLock`), fenced (`RFencedLock`), fair
@@ -64,6 +82,11 @@ export interface LockOptions {
   holderId?: number | bigint;
   /** Explicit full owner field, to hand a hold over between clients. */
   owner?: string;
+  /**
+   * Names this holder (the thread, task or job) in its notes: `thread` in
+   * `status()`, `inspect()`, `lastHolder()` and the waiters' logs. At most 600 bytes.
+   */
+  label?: string;
 }
 
 /** Options of `lock.acquire()`. */
@@ -74,6 +97,11 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** Longest wait; when it runs out `acquire` rejects with `NotAcquiredError`. Default: no bound. */
   waitMs?: number;
+  /**
+   * Names this holder in its notes from now on (the thread, task or job), as the
+   * lock's `label` option does; `null` removes it. At most 600 bytes.
+   */
+  label?: string | null;
 }
 
 /** Options of `lock.tryAcquire()`. */
@@ -84,6 +112,11 @@ export interface TryAcquireOptions {
   leaseMs?: number;
   /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
   signal?: AbortSignal;
+  /**
+   * Names this holder in its notes from now on (the thread, task or job), as the
+   * lock's `label` option does; `null` removes it. At most 600 bytes.
+   */
+  label?: string | null;
 }
 
 /** Options of `lock.extend()` / `hold.extend()`. */
@@ -114,6 +147,11 @@ export interface UsingOptions {
   waitMs?: number;
   /** Aborts the wait: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
   signal?: AbortSignal;
+  /**
+   * Names this holder in its notes from now on (the thread, task or job), as the
+   * lock's `label` option does; `null` removes it. At most 600 bytes.
+   */
+  label?: string | null;
 }
 
 /** The `code` of every ferrolock error, one per kind (the same as Python's `LockError.code`). */
@@ -154,6 +192,12 @@ export class ArgumentTypeError extends TypeError {
 export class NotAcquiredError extends FerrolockError {
   /** This class's `ErrorCode`. */
   readonly code: 'ERR_NOT_ACQUIRED';
+  /**
+   * Who held the lock when the wait ran out (`lock.lastHolder()`); null when it was
+   * free by then, could not be read, or the acquire did not wait (`waitMs: 0`). The
+   * message names it too.
+   */
+  holder?: HolderStatus | null;
   constructor(message: string, options?: ErrorOptions);
 }
 /** Release by a handle that does not hold the lock. */
@@ -236,14 +280,36 @@ export class InternalError extends FerrolockError {
   constructor(message: string, options?: ErrorOptions);
 }
 
-/** One owner field of a lock, in `lock.status()`. */
+/**
+ * One owner field of a lock with its note: in `lock.status()`, `client.inspect()`,
+ * `lock.lastHolder()` and `NotAcquiredError.holder`. The note's fields are null when
+ * it has none (a short hold writes none by default: `ConnectOptions.holderNotes`).
+ */
 export interface HolderStatus {
   /** `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson). */
   owner: string;
   /** How many times that holder has entered the lock. */
   count: number;
-  /** Text the holder attached with `lock.setHolderInfo()`, else null. */
+  /** The note as stored (the client's JSON note, or the text of `lock.setHolderInfo()`), else null. */
   info: string | null;
+  /** The holder client's `appName`. */
+  app: string | null;
+  /** The holder's host name. */
+  host: string | null;
+  /** The holder's process id. */
+  pid: number | null;
+  /** The holder's thread, task or label (Node: the lock's `label`). */
+  thread: string | null;
+  /** What the holder runs (`ferrolock run`: its command). */
+  command: string | null;
+  /** True when the watchdog renews the hold (no `leaseMs`). */
+  renewed: boolean | null;
+  /** When the hold began, Unix ms by the Redis server's clock. */
+  since: number | null;
+  /** How long it has held the lock (server clock), ms. */
+  heldForMs: number | null;
+  /** For people: "billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s"; the owner field when there is no note. */
+  description: string;
 }
 
 /** A lock as the server sees it at one moment (`lock.status()`). */
@@ -284,7 +350,7 @@ export interface Inspection {
   name: string;
   /** What its keys say it is; `'semaphore_or_latch'`: a number nothing waits on. */
   kind: InspectKind | 'semaphore_or_latch';
-  /** A lock's holders with their notes (`setHolderInfo`); empty when free or not a lock. */
+  /** A lock's holders with their notes; empty when free or not a lock. */
   holders: HolderStatus[];
   /** Ms left on a held lock's lease; null when free or not a lock, Infinity without expiry. */
   leaseLeftMs: number | null;
@@ -381,6 +447,13 @@ export class Lock extends EventEmitter {
   readonly lost: boolean;
   /** Aborted when the current hold is lost. */
   readonly signal: AbortSignal;
+  /** What names this holder in its notes (the `label` option of the lock or of the latest acquire that gave one), else null. */
+  readonly label: string | null;
+  /**
+   * Who held the lock when this handle's latest acquire with a wait (`waitMs` > 0)
+   * timed out, read at that moment; null if none did, or the lock was free by then.
+   */
+  lastHolder(): HolderStatus | null;
   /** Waits until acquired. */
   acquire(options?: AcquireOptions): Promise<Hold>;
   /** One attempt, or waits up to `waitMs`. Resolves false when not acquired. */
@@ -398,7 +471,7 @@ export class Lock extends EventEmitter {
   /** Ms left on the lease of whoever holds it; null when not locked; Infinity without expiry. */
   remainingLeaseMs(): Promise<number | null>;
   /**
-   * Holders (with hold counts and attached info), lease left, subscribed clients and the
+   * Holders (with hold counts and notes), lease left, subscribed clients and the
    * last fencing token, as `ferrolock status` shows them. Rejects with
    * `InvalidArgumentError` on a multi-lock: ask its members.
    */

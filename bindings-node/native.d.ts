@@ -138,6 +138,10 @@ export declare class NativeLock {
   reacquire(): Promise<number>
   /** Text shown next to this holder in `status()`; `null` removes it. */
   setHolderInfo(info?: string | undefined | null): Promise<undefined>
+  /** Names this holder in its notes (the thread or job); `null` removes it. No round-trip. */
+  setHolderLabel(label?: string | undefined | null): void
+  /** Who held the lock when this holder's latest acquire with a wait timed out. */
+  lastHolder(): HolderStatus | null
   forceUnlock(): Promise<boolean>
 }
 
@@ -208,6 +212,11 @@ export interface ConnectOptions {
   replicaAckTimeoutMs?: number
   /** Connections are named `ferrolock:<client id>:<appName>` (core checks the name). */
   appName?: string
+  /** "off", "long" or "always" (core reads the name). */
+  holderNotes?: 'off' | 'long' | 'always'
+  holderNoteAfterMs?: number
+  /** `false`: never log a slow wait. */
+  slowWaitLogMs?: number | false
 }
 
 /** Counts of one duration, in seconds (core's histogram). */
@@ -220,14 +229,30 @@ export interface Histogram {
   count: number
 }
 
-/** One owner field of the lock, as `status()` reports it. */
+/**
+ * One owner field of the lock with its note, as `status()`, `inspect()` and
+ * `lastHolder()` report it (core's `HolderEntry`; lib/holder.js makes absent fields null).
+ */
 export interface HolderStatus {
   /** `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson). */
   owner: string
   /** How many times that holder has entered the lock. */
   count: number
-  /** The text that holder attached with `setHolderInfo`. */
+  /** The note as stored: the client's JSON note, or the text given to `setHolderInfo`. */
   info?: string
+  app?: string
+  host?: string
+  pid?: number
+  /** The holder's thread, task or label. */
+  thread?: string
+  command?: string
+  /** True when the watchdog renews the hold. */
+  renewed?: boolean
+  /** When the hold began, Unix ms by the Redis server's clock. */
+  since?: number
+  heldForMs?: number
+  /** Core's description: "billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s". */
+  description: string
 }
 
 /**

@@ -10,6 +10,7 @@ const { optionKeys, optionsObject, typeOf, ms, fraction, bool, string } = requir
 const { Lock, HeldLocks, lostEvent } = require('./lock');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch, ReadWriteLock, kCreate } = require('./family');
 const { HostConnection } = require('./host');
+const { holder } = require('./holder');
 
 const CONNECT_KEYS = [
   'watchdogTimeoutMs',
@@ -22,9 +23,13 @@ const CONNECT_KEYS = [
   'replicaAck',
   'replicaAckTimeoutMs',
   'appName',
+  'holderNotes',
+  'holderNoteAfterMs',
+  'slowWaitLogMs',
 ];
 const CONNECT = optionKeys('connect', CONNECT_KEYS);
-const LOCK = optionKeys('lock', ['holderId', 'owner']);
+const LOCK = optionKeys('lock', ['holderId', 'owner', 'label']);
+const HOLDER_NOTES = ['off', 'long', 'always'];
 
 /** A name as the addon takes it: a string, or a Uint8Array's bytes (no copy). */
 function rawName(name, what) {
@@ -70,7 +75,12 @@ class Client {
    * driftFactor (fraction of the lease, 0..0.5, default 0.01); behind Sentinel: sentinelUsername,
    * sentinelPassword (the sentinels' own credentials), replicaAck (default true),
    * replicaAckTimeoutMs (default 1000, 1..600000); appName (connections are named
-   * `ferrolock:<client id>:<appName>` in CLIENT LIST).
+   * `ferrolock:<client id>:<appName>` in CLIENT LIST, and the app in holder notes);
+   * holderNotes: when a holder leaves a note beside its hold for operators and waiters
+   * (app, host, pid, label, since when): 'off', 'long' (default: holds that outlive
+   * holderNoteAfterMs, default 1000) or 'always'; slowWaitLogMs: an acquire that has
+   * waited this long logs (INFO, see setLogger) who holds the lock, and again each time
+   * its wait doubles (default 10000; false: never).
    */
   static async connect(url, options) {
     if (typeof url !== 'string') throw new ArgumentTypeError(`the Redis URL must be a string, not ${typeOf(url)}`);
@@ -86,6 +96,9 @@ class Client {
       replicaAck: bool(o.replicaAck, 'replicaAck'),
       replicaAckTimeoutMs: ms(o.replicaAckTimeoutMs, 'replicaAckTimeoutMs'),
       appName: string(o.appName, 'appName'),
+      holderNotes: holderNotes(o.holderNotes),
+      holderNoteAfterMs: ms(o.holderNoteAfterMs, 'holderNoteAfterMs'),
+      slowWaitLogMs: o.slowWaitLogMs === false ? false : ms(o.slowWaitLogMs, 'slowWaitLogMs'),
     };
     return new Client(await call(() => native.connect(url, nativeOptions)));
   }
@@ -100,7 +113,7 @@ class Client {
     return this.#native.closed;
   }
 
-  /** `{ holderId, owner }` of a lock's options, checked. */
+  /** `{ holderId, owner, label }` of a lock's options, checked. */
   static #holder(options) {
     const o = optionsObject(options, LOCK);
     let holderId = o.holderId;
@@ -116,12 +129,12 @@ class Client {
     if (o.owner !== undefined && o.owner !== null && typeof o.owner !== 'string') {
       throw new ArgumentTypeError(`owner must be a string, not ${typeOf(o.owner)}`);
     }
-    return { holderId, owner: o.owner ?? undefined };
+    return { holderId, owner: o.owner ?? undefined, label: label(o.label) };
   }
 
   /** A Lock over a native lock handle of this client. */
-  #wrap(nativeLock) {
-    const lock = new Lock(nativeLock, this.#held, { home: this.#home });
+  #wrap(nativeLock, label) {
+    const lock = new Lock(nativeLock, this.#held, { home: this.#home, label });
     this.#home.adopt(lock, nativeLock.id);
     return lock;
   }
@@ -129,8 +142,8 @@ class Client {
   /** A handle on `name` of `kind` (the core's name of a lock kind). */
   #lock(name, kind, options) {
     const raw = rawName(name, 'a lock');
-    const { holderId, owner } = Client.#holder(options);
-    return this.#wrap(callSync(() => this.#native.lock(raw, kind, holderId, owner)));
+    const { holderId, owner, label } = Client.#holder(options);
+    return this.#wrap(callSync(() => this.#native.lock(raw, kind, holderId, owner)), label);
   }
 
   /** A reentrant lock handle for `name`. The handle is the holder. */
@@ -154,9 +167,9 @@ class Client {
    */
   readWriteLock(name, options) {
     const raw = rawName(name, 'a lock');
-    const { holderId, owner } = Client.#holder(options);
+    const { holderId, owner, label } = Client.#holder(options);
     const [read, write] = callSync(() => this.#native.readWriteLock(raw, holderId, owner));
-    return new ReadWriteLock(kCreate, this.#wrap(read), this.#wrap(write));
+    return new ReadWriteLock(kCreate, this.#wrap(read, label), this.#wrap(write, label));
   }
 
   /** The semaphore `name` (Redisson's `RSemaphore`): permits nobody owns. */
@@ -209,7 +222,7 @@ class Client {
     return {
       name: s.name,
       kind: s.kind,
-      holders: s.holders.map((h) => ({ owner: h.owner, count: h.count, info: h.info ?? null })),
+      holders: s.holders.map(holder),
       leaseLeftMs: s.leaseLeftMs ?? null,
       waiters: s.waiters,
       queue: s.queue,
@@ -254,6 +267,23 @@ class Client {
     if (depth < 0) return options.stylize(`[Client ${state.id}]`, 'special');
     return `Client ${inspectValue(state, options)}`;
   }
+}
+
+/** The holderNotes option, checked (core reads the name too; this message lists them). */
+function holderNotes(mode) {
+  if (mode === undefined || mode === null) return undefined;
+  if (typeof mode !== 'string') throw new ArgumentTypeError(`holderNotes must be a string, not ${typeOf(mode)}`);
+  if (!HOLDER_NOTES.includes(mode)) {
+    throw new InvalidArgumentError(`holderNotes = ${JSON.stringify(mode)}; give 'off', 'long' (the default) or 'always'`);
+  }
+  return mode;
+}
+
+/** A lock's label option: a string, or absent (`null`: none). Its length is core's to check. */
+function label(value) {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new ArgumentTypeError(`label must be a string, not ${typeOf(value)}`);
+  return value;
 }
 
 module.exports = { Client, CONNECT_KEYS };

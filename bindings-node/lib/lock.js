@@ -13,14 +13,15 @@ const {
 } = require('./errors');
 const { optionKeys, optionsObject, typeOf, ms, bool, checkSignal } = require('./options');
 const { abortError, watchSignal, unwatchSignal } = require('./abort');
+const { holder } = require('./holder');
 
 const kNative = Symbol('native');
 const COUNT_SPAN = 2 ** 21;
 const lostEvent = Symbol('lostEvent');
 
-const ACQUIRE = optionKeys('acquire', ['waitMs', 'leaseMs', 'signal']);
-const TRY_ACQUIRE = optionKeys('tryAcquire', ['waitMs', 'leaseMs', 'signal']);
-const USING = optionKeys('using', ['waitMs', 'leaseMs', 'signal']);
+const ACQUIRE = optionKeys('acquire', ['waitMs', 'leaseMs', 'signal', 'label']);
+const TRY_ACQUIRE = optionKeys('tryAcquire', ['waitMs', 'leaseMs', 'signal', 'label']);
+const USING = optionKeys('using', ['waitMs', 'leaseMs', 'signal', 'label']);
 const MULTI = optionKeys('Lock.multi', ['quorum']);
 const EXTEND = optionKeys('extend', ['replace']);
 
@@ -172,9 +173,10 @@ class Lock extends EventEmitter {
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
   #state; // the HoldState of the current (or latest, or next) hold
   #early = null; // { seq, message, reason }: a loss told before the acquire that made that hold returned
+  #label = null; // what core has as this holder's label (only changes cross to the addon)
 
   /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
-  constructor(nativeLock, held, { home = null, members = [] } = {}) {
+  constructor(nativeLock, held, { home = null, members = [], label } = {}) {
     super();
     if (!nativeLock || typeof nativeLock.handle !== 'function' || !held) {
       throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
@@ -185,6 +187,36 @@ class Lock extends EventEmitter {
     this.#home = home;
     this.#members = Object.freeze([...members]);
     this.#state = new HoldState(null);
+    if (label !== undefined) this.#relabel(label);
+  }
+
+  /** Tells core a new label (a string, or null for none); the same label again costs nothing. */
+  #relabel(label) {
+    if (label === this.#label) return;
+    if (label !== null && typeof label !== 'string') {
+      throw new ArgumentTypeError(`label must be a string or null, not ${typeOf(label)}`);
+    }
+    callSync(() => this.#native.setHolderLabel(label));
+    this.#label = label;
+  }
+
+  /**
+   * What names this holder in its notes (the thread, task or job: `label` of
+   * `client.lock()` or of the latest acquire that gave one); null when none.
+   */
+  get label() {
+    return this.#label;
+  }
+
+  /**
+   * Who held the lock when this handle's latest acquire with a wait (`waitMs` > 0)
+   * timed out, as read at that moment: `{ owner, count, info, app, host, pid, thread,
+   * command, renewed, since, heldForMs, description }`; null if none timed out, or the
+   * lock was free by then. (A plain try keeps nothing: a loop of tries would pay a read each.)
+   */
+  lastHolder() {
+    const h = callSync(() => this.#native.lastHolder());
+    return h === null || h === undefined ? null : holder(h);
   }
 
   /**
@@ -342,7 +374,7 @@ class Lock extends EventEmitter {
     try {
       const info = await native.lockAcquire(this.#handle, waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) {
-        if (orThrow) throw new NotAcquiredError(`${this.#what()} was not acquired within ${waitMs} ms; it is held by someone else`);
+        if (orThrow) throw this.#notAcquired(waitMs);
         return null;
       }
       // Without a token the addon answers one number, seq * 2^21 + count (src/lock.rs).
@@ -357,6 +389,15 @@ class Lock extends EventEmitter {
       if (signal) unwatchSignal(signal, cancelId);
       this.#held.update(this, count);
     }
+  }
+
+  /** The NotAcquiredError of a timed-out acquire, naming (and carrying as `holder`) who held the lock. */
+  #notAcquired(waitMs) {
+    const seen = waitMs > 0 ? this.lastHolder() : null;
+    const by = seen === null ? 'someone else' : seen.description;
+    const err = new NotAcquiredError(`${this.#what()} was not acquired within ${waitMs} ms; it is held by ${by}`);
+    err.holder = seen;
+    return err;
   }
 
   /**
@@ -376,6 +417,7 @@ class Lock extends EventEmitter {
       waitMs = ms(o.waitMs, 'waitMs');
       leaseMs = ms(o.leaseMs, 'leaseMs');
       signal = checkSignal(o.signal);
+      if (o.label !== undefined) this.#relabel(o.label);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -386,6 +428,7 @@ class Lock extends EventEmitter {
   async tryAcquire(options) {
     const o = optionsObject(options, TRY_ACQUIRE);
     const waitMs = ms(o.waitMs, 'waitMs') ?? 0;
+    if (o.label !== undefined) this.#relabel(o.label);
     return (await this.#acquire(waitMs, ms(o.leaseMs, 'leaseMs'), checkSignal(o.signal))) !== null;
   }
 
@@ -460,14 +503,15 @@ class Lock extends EventEmitter {
   }
 
   /**
-   * The lock as the server sees it: `{ name, holders: [{ owner, count, info }],
-   * remainingLeaseMs, subscribers, lastToken }` (`null` for what is not there).
+   * The lock as the server sees it: `{ name, holders, remainingLeaseMs, subscribers,
+   * lastToken }` (`null` for what is not there), each holder with its note as
+   * lastHolder() gives it.
    */
   async status() {
     const s = await call(() => this.#native.status());
     return {
       name: s.name,
-      holders: s.holders.map((h) => ({ owner: h.owner, count: h.count, info: h.info ?? null })),
+      holders: s.holders.map(holder),
       remainingLeaseMs: s.remainingLeaseMs ?? null,
       subscribers: s.subscribers,
       lastToken: s.lastToken ?? null,

@@ -72,6 +72,13 @@ pub struct ConnectOptions {
     pub replica_ack_timeout_ms: Option<f64>,
     /// Connections are named `ferrolock:<client id>:<appName>` (core checks the name).
     pub app_name: Option<String>,
+    /// "off", "long" or "always" (core reads the name).
+    #[napi(ts_type = "'off' | 'long' | 'always'")]
+    pub holder_notes: Option<String>,
+    pub holder_note_after_ms: Option<f64>,
+    /// `false`: never log a slow wait.
+    #[napi(ts_type = "number | false")]
+    pub slow_wait_log_ms: Option<Either<f64, bool>>,
 }
 
 /// Counts of one duration, in seconds (core's histogram).
@@ -166,6 +173,21 @@ pub fn connect<'env>(
             }
             if let Some(name) = o.app_name {
                 builder = builder.app_name(name);
+            }
+            if let Some(mode) = o.holder_notes {
+                builder = builder.holder_notes(mode.parse::<ferrolock::HolderNotes>().js()?);
+            }
+            if let Some(d) = millis(o.holder_note_after_ms, "holderNoteAfterMs")? {
+                builder = builder.holder_note_after(d);
+            }
+            match o.slow_wait_log_ms {
+                Some(Either::A(ms)) if ms < 1.0 && ms >= 0.0 => {
+                    return Err(invalid(format!("slowWaitLogMs = {ms}; give at least 1 ms, or false to never log")))
+                }
+                Some(Either::A(ms)) => builder = builder.slow_wait_log(millis(Some(ms), "slowWaitLogMs")?),
+                Some(Either::B(false)) => builder = builder.slow_wait_log(None),
+                Some(Either::B(true)) => return Err(invalid("slowWaitLogMs = true; give a number of milliseconds, or false to never log")),
+                None => {}
             }
         }
         let client = builder.connect().await.js()?;
@@ -521,7 +543,7 @@ impl From<ferrolock::Inspection> for Inspection {
         let holders = found
             .holders()
             .iter()
-            .map(|h| crate::lock::HolderStatus { owner: h.owner.clone(), count: h.count as f64, info: h.info.clone() })
+            .map(|h| crate::lock::HolderStatus::from(h.clone()))
             .collect();
         let lease_left_ms = found.lease_left().map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_millis() as f64 });
         let last_token = found.last_token().map(napi::bindgen_prelude::BigInt::from);

@@ -49,15 +49,50 @@ pub struct HoldInfo {
     pub seq: u32,
 }
 
-/// One owner field of the lock, as `status()` reports it.
+/// One owner field of the lock with its note, as `status()`, `inspect()` and
+/// `lastHolder()` report it (core's `HolderEntry`; lib/holder.js makes absent fields null).
 #[napi(object)]
 pub struct HolderStatus {
     /// `<client-id>:<holder-id>` (ferrolock) or `<uuid>:<thread-id>` (Redisson).
     pub owner: String,
     /// How many times that holder has entered the lock.
     pub count: f64,
-    /// The text that holder attached with `setHolderInfo`.
+    /// The note as stored: the client's JSON note, or the text given to `setHolderInfo`.
     pub info: Option<String>,
+    pub app: Option<String>,
+    pub host: Option<String>,
+    pub pid: Option<f64>,
+    /// The holder's thread, task or label.
+    pub thread: Option<String>,
+    pub command: Option<String>,
+    /// True when the watchdog renews the hold.
+    pub renewed: Option<bool>,
+    /// When the hold began, Unix ms by the Redis server's clock.
+    pub since: Option<f64>,
+    pub held_for_ms: Option<f64>,
+    /// Core's description: "billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s".
+    pub description: String,
+}
+
+impl From<ferrolock::HolderEntry> for HolderStatus {
+    fn from(e: ferrolock::HolderEntry) -> HolderStatus {
+        let description = e.describe();
+        let note = e.note.unwrap_or_default();
+        HolderStatus {
+            owner: e.owner,
+            count: e.count as f64,
+            info: e.info,
+            app: note.app,
+            host: note.host,
+            pid: note.pid.map(|p| p as f64),
+            thread: note.thread,
+            command: note.command,
+            renewed: note.renewed,
+            since: note.since_ms.map(|ms| ms as f64),
+            held_for_ms: e.held_for.map(|d| d.as_millis() as f64),
+            description,
+        }
+    }
 }
 
 /// The lock as the server sees it at one moment.
@@ -269,7 +304,7 @@ impl NativeLock {
             let s = h.lock.status().await.js()?;
             Ok(LockStatus {
                 name: s.name,
-                holders: s.holders.into_iter().map(|e| HolderStatus { owner: e.owner, count: e.count as f64, info: e.info }).collect(),
+                holders: s.holders.into_iter().map(HolderStatus::from).collect(),
                 remaining_lease_ms: lease_ms(s.remaining_lease),
                 subscribers: s.subscribers as f64,
                 last_token: s.last_token.map(BigInt::from),
@@ -305,6 +340,18 @@ impl NativeLock {
     #[napi]
     pub fn set_holder_info<'env>(&self, env: &'env Env, info: Option<String>) -> napi::Result<PromiseRaw<'env, ()>> {
         self.run(env, |h| async move { h.lock.set_holder_info(info.as_deref()).await.js() })
+    }
+
+    /// Names this holder in its notes (the thread or job); `null` removes it. No round-trip.
+    #[napi]
+    pub fn set_holder_label(&self, label: Option<String>) -> Result<()> {
+        caught(|| self.handle.lock.set_holder_label(label.as_deref()).js())
+    }
+
+    /// Who held the lock when this holder's latest acquire with a wait timed out.
+    #[napi]
+    pub fn last_holder(&self) -> Result<Option<HolderStatus>> {
+        caught(|| Ok(self.handle.lock.last_holder().map(HolderStatus::from)))
     }
 
     #[napi]

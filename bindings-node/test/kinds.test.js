@@ -135,7 +135,7 @@ test('read-write lock: both sides on one holder; holderId / owner pick it; optio
   assert.notEqual(fresh.readLock().owner, rw.readLock().owner, 'each readWriteLock() is a new holder');
   const handed = client.readWriteLock('kinds:rw:holder', { owner: 'elsewhere:9' });
   assert.equal(handed.writeLock().owner, 'elsewhere:9');
-  assert.throws(() => client.readWriteLock('kinds:rw:holder', { holder: 1 }), (e) => e instanceof ArgumentTypeError && /valid options: holderId, owner$/.test(e.message));
+  assert.throws(() => client.readWriteLock('kinds:rw:holder', { holder: 1 }), (e) => e instanceof ArgumentTypeError && /valid options: holderId, label, owner$/.test(e.message));
   assert.throws(() => client.readWriteLock(42), ArgumentTypeError);
   assert.throws(() => client.readWriteLock(''), (e) => e instanceof FerrolockError && e.code === 'ERR_INVALID_ARGUMENT');
   assert.throws(() => client.fairLock('x', { holderId: -1 }), (e) => e.code === 'ERR_INVALID_ARGUMENT');

@@ -30,11 +30,11 @@ test('unknown option keys: a TypeError that names the key and the valid ones, fo
   const lock = client.lock('opt:unknown');
   // [call, the key in the message, the valid keys it must list]
   const cases = [
-    [() => lock.acquire({ waitMS: 10 }), /"waitMS" \(did you mean waitMs\?\)/, /valid options: leaseMs, signal, waitMs$/],
+    [() => lock.acquire({ waitMS: 10 }), /"waitMS" \(did you mean waitMs\?\)/, /valid options: label, leaseMs, signal, waitMs$/],
     [() => lock.acquire({ timeout: 10 }), /acquire options: unknown option "timeout" \(did you mean waitMs\?\)/, /leaseMs, signal, waitMs/],
     [() => lock.tryAcquire({ ttl: 1000 }), /tryAcquire options: unknown option "ttl" \(did you mean leaseMs\?\)/, /leaseMs, signal, waitMs/],
     [() => lock.using(async () => 'ran', { lease: 1000 }), /using options: unknown option "lease" \(did you mean leaseMs\?\)/, /leaseMs, signal, waitMs/],
-    [() => client.lock('opt:x', { holder: 1 }), /lock options: unknown option "holder"/, /valid options: holderId, owner$/],
+    [() => client.lock('opt:x', { holder: 1 }), /lock options: unknown option "holder"/, /valid options: holderId, label, owner$/],
     [() => client.fencedLock('opt:x', { ownerId: 'a' }), /lock options: unknown option "ownerId"/, /holderId, owner/],
     [() => Lock.multi([lock], { quorum: 'all', mode: 'x' }), /Lock\.multi options: unknown option "mode"/, /valid options: quorum$/],
     [() => Client.connect(server.url, { watchdogTimeout: 5000 }), /connect options: unknown option "watchdogTimeout" \(did you mean watchdogTimeoutMs\?\)/, /driftFactor/],

@@ -65,6 +65,14 @@ agree<Napi<NativeStatus['lastToken']> | null, LockStatus['lastToken']>(true);
 agree<NativeStatus['holders'][number]['owner'], LockStatus['holders'][number]['owner']>(true);
 agree<NativeStatus['holders'][number]['count'], LockStatus['holders'][number]['count']>(true);
 
+// Holders (status, inspect, lastHolder, NotAcquiredError.holder) are the native ones,
+// every absent field as null (lib/holder.js).
+type NullFor<T> = { [K in keyof T]-?: undefined extends T[K] ? Exclude<T[K], undefined> | null : T[K] };
+agree<NullFor<NativeStatus['holders'][number]>, LockStatus['holders'][number]>(true);
+agree<NullFor<native.HolderStatus>, NonNullable<ReturnType<Lock['lastHolder']>>>(true);
+agree<Napi<ReturnType<native.NativeLock['lastHolder']>>, native.HolderStatus | null>(true);
+agree<Parameters<native.NativeLock['setHolderLabel']>[0], Lock['label'] | undefined>(true);
+
 // setLogger's function gets the native record as is (the level narrowed to tracing's five).
 agree<LogRecord['level'] extends native.LogRecord['level'] ? true : false, true>(true);
 agree<Omit<native.LogRecord, 'level'>, Omit<LogRecord, 'level'>>(true);
