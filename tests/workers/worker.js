@@ -3,6 +3,9 @@
 // of bindings-node that speaks the line protocol of tests/workers/README.md.
 //
 //     node tests/workers/worker.js URL [WATCHDOG_MS]
+//
+// Env (optional): FERROLOCK_WORKER_APP (appName), FERROLOCK_WORKER_NOTE_AFTER_MS
+// (holderNoteAfterMs), FERROLOCK_WORKER_SLOW_WAIT_MS (slowWaitLogMs).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -43,14 +46,20 @@ function fileOp(file, op) {
   }
 }
 
-/** Acquires one level: the token (`-` for kinds without one), or null when not acquired in time. */
-async function acquire(entry, waitMs) {
+/**
+ * Acquires one level: the token (`-` for kinds without one), or null when not acquired
+ * in time (then `entry.holder` is who was in the way, as the NotAcquiredError carries it).
+ */
+async function acquire(entry, waitMs, label) {
   const depth = entry.lock.lost ? 0 : entry.depth; // a lost hold is over: this starts a new one
   let hold;
   try {
-    hold = await entry.lock.acquire(waitMs === undefined ? undefined : { waitMs });
+    hold = await entry.lock.acquire({ waitMs, label });
   } catch (e) {
-    if (e instanceof ferrolock.NotAcquiredError) return null;
+    if (e instanceof ferrolock.NotAcquiredError) {
+      entry.holder = e.holder ?? null;
+      return null;
+    }
     throw e;
   }
   entry.depth = depth + 1;
@@ -138,6 +147,14 @@ class Worker {
     this.sems = new Map();
     this.permitSems = new Map();
     this.latches = new Map();
+    this.labels = new Map(); // name -> the label its holders give from the next acquire on
+    this.waitLogs = new Map(); // name -> the latest "waiting ..." INFO line naming it
+  }
+
+  /** Keeps core's slow-wait lines (`waiting 10 s for lock "NAME": ...`), by lock name. */
+  log(record) {
+    const m = /^waiting .* for lock "([^"]*)"/.exec(record.message);
+    if (record.level === 'INFO' && m) this.waitLogs.set(m[1], record.message.replace(/[\r\n]/g, ' '));
   }
 
   /** The handle for `name` of `kind`, created on first use; no kind: the one `name` was first used with. */
@@ -197,7 +214,7 @@ class Worker {
     const entry = this.entry(name, kind(field));
     return {
       enter: async () => {
-        const token = await acquire(entry, undefined);
+        const token = await acquire(entry, undefined, this.labels.get(name));
         return token === '-' ? '0' : token;
       },
       leave: () => release(entry),
@@ -208,8 +225,20 @@ class Worker {
     const [command, ...args] = line.split(' ');
     const n = args.length;
     if (command === 'acquire' && (n === 2 || n === 3)) {
-      const token = await acquire(this.entry(args[0], kind(args[1])), n === 3 ? number(args[2], 'WAIT_MS') : undefined);
+      const wait = n === 3 ? number(args[2], 'WAIT_MS') : undefined;
+      const token = await acquire(this.entry(args[0], kind(args[1])), wait, this.labels.get(args[0]));
       return token === null ? 'timeout' : `ok ${token}`;
+    }
+    if (command === 'label' && n >= 2) {
+      this.labels.set(args[0], args.slice(1).join(' '));
+      return 'ok';
+    }
+    if (command === 'holder' && n === 1) {
+      const seen = this.entry(args[0]).holder;
+      return `ok ${seen ? seen.description.replace(/[\r\n]/g, ' ') : '-'}`;
+    }
+    if (command === 'waitlog' && n === 1) {
+      return `ok ${this.waitLogs.get(args[0]) ?? '-'}`;
     }
     if (command === 'release' && (n === 1 || n === 2)) {
       await release(this.entry(args[0], n === 2 ? kind(args[1]) : undefined));
@@ -279,7 +308,13 @@ async function main() {
   try {
     if (args.length < 1 || args.length > 2) throw invalid('usage: worker.js URL [WATCHDOG_MS]');
     const watchdogTimeoutMs = args.length === 2 ? number(args[1], 'WATCHDOG_MS') : 30000;
-    client = await ferrolock.Client.connect(args[0], { watchdogTimeoutMs });
+    const env = (name, what) => (process.env[name] ? number(process.env[name], what) : undefined);
+    client = await ferrolock.Client.connect(args[0], {
+      watchdogTimeoutMs,
+      appName: process.env.FERROLOCK_WORKER_APP || undefined,
+      holderNoteAfterMs: env('FERROLOCK_WORKER_NOTE_AFTER_MS', 'FERROLOCK_WORKER_NOTE_AFTER_MS'),
+      slowWaitLogMs: env('FERROLOCK_WORKER_SLOW_WAIT_MS', 'FERROLOCK_WORKER_SLOW_WAIT_MS'),
+    });
   } catch (e) {
     say(`fail ${coded(e)}`);
     process.exit(1);
@@ -287,6 +322,7 @@ async function main() {
   say(`ready node ${process.pid}`);
 
   const worker = new Worker(client);
+  ferrolock.setLogger((record) => worker.log(record), { level: 'ferrolock=info' });
   let done = false;
   const quit = async () => {
     done = true;
