@@ -866,15 +866,23 @@ async fn status_shows_a_ferrolock_run_holders_host_pid_and_command_while_it_hold
         ready = scratch.path("ready"),
         stop = scratch.path("stop"),
     );
-    // A short watchdog: renewed every 0.2 s, so the info has to be written again as often.
+    // A short watchdog: renewed every 0.2 s, and the note's expiry with it.
     let holder = Running::start(&mut ferrolock(&server, &["run", "--watchdog", "0.6", "held-by", "-c", &script]));
     scratch.wait_for("ready").await;
-    let expected = serde_json::json!({"host": hostname(), "pid": holder.pid(), "cmd": script, "renewed": true});
+    // Core's note: host, pid, kind, renewed, CMD and since when (the server's clock).
+    let expected = serde_json::json!({"host": hostname(), "pid": holder.pid(), "cmd": script, "renewed": true, "kind": "reentrant"});
+    let noted = |info: &serde_json::Value| {
+        let mut info = info.clone();
+        assert!(info["since"].as_u64().is_some_and(|ms| ms > 1_700_000_000_000), "{info}");
+        info.as_object_mut().unwrap().remove("since");
+        info
+    };
     let held = status_json(&server, "held-by").await;
-    assert_eq!(held["holders"][0]["info"], expected, "{held}");
+    assert_eq!(noted(&held["holders"][0]["info"]), expected, "{held}");
+    assert!(held["holders"][0]["held_for_ms"].as_u64().is_some(), "{held}");
     let text = finish(&mut ferrolock(&server, &["status", "held-by"]));
-    let shown = format!("ferrolock run on {}, pid {}: {script}", hostname(), holder.pid());
-    assert!(text.stdout.contains(&shown), "{text:?}");
+    let shown = format!("{} pid {} for ", hostname(), holder.pid());
+    assert!(text.stdout.contains(&shown) && text.stdout.contains(&format!(": {script}")), "{text:?}");
 
     // The info key lives only as long as the lease it was written with: it lasts
     // because it is written again after renewals. Seen written again three times
@@ -895,7 +903,7 @@ async fn status_shows_a_ferrolock_run_holders_host_pid_and_command_while_it_hold
         })
         .await;
     }
-    assert_eq!(status_json(&server, "held-by").await["holders"][0]["info"], expected);
+    assert_eq!(noted(&status_json(&server, "held-by").await["holders"][0]["info"]), expected);
 
     scratch.stop();
     assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
@@ -913,7 +921,8 @@ async fn status_shows_a_ferrolock_run_holders_host_pid_and_command_while_it_hold
     // A waiter on a terminal shows who is in the way.
     let terminal = Terminal::open().with_width(400);
     let waiter = terminal.start(&mut run_cmd(&server, &[], "held-by", &sh("true")));
-    terminal.wait_for_text(&format!("(ferrolock run on {}, pid {}: sh -c 'echo ready", hostname(), holder.pid())).await;
+    terminal.wait_for_text(&format!("({} pid {} for ", hostname(), holder.pid())).await;
+    terminal.wait_for_text(": sh -c 'echo ready").await;
     scratch.stop();
     assert_eq!(holder.finish(Duration::from_secs(10)).await.code, 0);
     assert_eq!(waiter.exit_code(Duration::from_secs(10)).await, 0);

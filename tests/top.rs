@@ -48,7 +48,7 @@ async fn once_and_json_show_holders_and_waiters_without_a_terminal() {
     let held = row(&out.stdout, "tp:held").unwrap_or_else(|| panic!("{out:?}"));
     assert_eq!(&held[1..3], ["lock", "held"], "{out:?}");
     assert_eq!(held[5], "1", "one waiter: {out:?}");
-    assert!(out.stdout.contains("ferrolock run on h9, pid 9: job-9"), "{out:?}");
+    assert!(out.stdout.contains("h9 pid 9: job-9"), "{out:?}");
     assert_eq!(&row(&out.stdout, "tp:sem").unwrap()[1..3], ["semaphore", "free:0"], "{out:?}");
     assert!(!out.stdout.contains("other:x"), "{out:?}");
     // The one with waiters first.
@@ -169,7 +169,7 @@ async fn live_view(url: &str) {
     let lock = a.lock("tpl:job").unwrap();
     let held = lock.acquire().await.unwrap();
     lock.set_holder_info(Some(r#"{"host":"h1","pid":1,"cmd":"live-job"}"#)).await.unwrap();
-    pane.shows(SHOWN_WITHIN, "the holder", |s| s.contains("ferrolock run on h1, pid 1: live-job") && waiters(s, "tpl:job").as_deref() == Some("0")).await;
+    pane.shows(SHOWN_WITHIN, "the holder", |s| s.contains("h1 pid 1: live-job") && waiters(s, "tpl:job").as_deref() == Some("0")).await;
 
     // A waiter comes.
     let waiter = b.lock("tpl:job").unwrap();

@@ -15,9 +15,6 @@ use crate::{child, exit, multi};
 /// How often the spinner's holder and lease are re-read while waiting.
 const STATUS_REFRESH: Duration = Duration::from_millis(500);
 
-/// The longest storing or removing the holder info may take.
-const INFO_TIMEOUT: Duration = Duration::from_secs(1);
-
 pub struct Plan {
     pub name: OsString,
     pub acquire: AcquireOptions,
@@ -36,13 +33,11 @@ pub struct Plan {
     pub shown_command: String,
 }
 
-/// Longest command kept in the holder info: the whole info must stay under core's
-/// 1024 bytes, whatever the host name and pid.
-const MAX_SHOWN_COMMAND: usize = 600;
+/// Longest command kept in the holder note (core takes at most 600 bytes).
+const MAX_SHOWN_COMMAND: usize = 590;
 
-/// What `status` shows next to this holder: `{"host", "pid", "cmd", "renewed"}`.
-/// `renewed` tells a waiting `ferrolock run` not to count the lease down.
-fn holder_info(plan: &Plan) -> String {
+/// CMD as the holder note shows it (`status`, `top`, waiters' messages): cut short.
+fn noted_command(plan: &Plan) -> String {
     let mut cmd = plan.shown_command.clone();
     if cmd.len() > MAX_SHOWN_COMMAND {
         let mut end = MAX_SHOWN_COMMAND;
@@ -52,39 +47,7 @@ fn holder_info(plan: &Plan) -> String {
         cmd.truncate(end);
         cmd.push('…');
     }
-    serde_json::json!({
-        "host": hostname(),
-        "pid": std::process::id(),
-        "cmd": cmd,
-        "renewed": plan.acquire.lease.is_none(),
-    })
-    .to_string()
-}
-
-/// Stores (or with `None` removes) the holder info on the lock, or on each member of a
-/// multi-lock (each server's `status` shows its own). Failures are left to the hold
-/// itself: a member that is not held answers NotOwner, and a lost hold is reported as such.
-async fn set_info(lock: &Lock, info: Option<&str>) {
-    // Only informative: never worth delaying CMD or the release for.
-    let _ = tokio::time::timeout(INFO_TIMEOUT, async {
-        if lock.members().is_empty() {
-            let _ = lock.set_holder_info(info).await;
-        }
-        for member in lock.members() {
-            let _ = member.set_holder_info(info).await;
-        }
-    })
-    .await;
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
-        return "unknown".to_string();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    cmd
 }
 
 /// CMD's words as one line a shell would read back the same way.
@@ -142,6 +105,10 @@ async fn run_multi(targets: &[Target], plan: Plan, mut signals: Signals) -> i32 
 /// Takes `lock` (a single lock of `client`, or a multi-lock whose first member's
 /// client is `client`) and runs CMD under it.
 async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut Signals) -> i32 {
+    // Who holds it, for `status`, `top` and waiters: core writes the note (host, pid,
+    // app, CMD, since) with the acquisition (the CLI's clients write every hold's
+    // note), refreshes it with the renewals and removes it with the release.
+    let _ = lock.set_holder_command(Some(&noted_command(plan)));
     let guard = match acquire(lock, plan, signals).await {
         Ok(guard) => guard,
         Err(code) => return code,
@@ -154,10 +121,6 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
         }
         return gave_up(signal, &plan.name);
     }
-    // Who holds it, for `status` and for waiters' status lines. Only informative: a
-    // failure here must not stop CMD (a real problem with the lock shows as a loss).
-    let info = holder_info(plan);
-    set_info(lock, Some(&info)).await;
     let child = match child::spawn(&plan.command, guard.token()) {
         Ok(child) => child,
         Err(code) => {
@@ -168,7 +131,7 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
             };
         }
     };
-    supervise(child, guard, plan, &lease, signals, &info).await
+    supervise(child, guard, plan, &lease, signals).await
 }
 
 /// How long the lock can outlive a failed release: its lease runs out at the latest
@@ -209,10 +172,16 @@ impl LeaseBound {
 /// on stderr (followed by `what_else`) and is `Err(NOT_RELEASED)`.
 async fn release(guard: Guard, lease: &LeaseBound, what_else: &str) -> Result<Option<ferrolock::Error>, i32> {
     let lock = guard.lock();
-    // Gone with the hold, rather than shown for a lease's time by nobody.
-    set_info(lock, None).await;
     let name = lock.members().first().unwrap_or(lock).name().to_string();
+    let settling = guard.lock().clone();
     match guard.release().await {
+        // Given up on after the retry window: the client would finish it once Redis
+        // answers, but this process exits now.
+        Ok(_) if settling.is_settling() => {
+            exit::say(&format!("could not release lock \"{name}\": Redis did not answer within the retry window; check that Redis is running"));
+            exit::say(&format!("lock \"{name}\" may stay held until its lease ends, {}{what_else}", lease.describe()));
+            Err(exit::NOT_RELEASED)
+        }
         Ok(_) => Ok(None),
         Err(e) if e.kind() == ErrorKind::LockLost => Ok(Some(e)),
         Err(e) => {
@@ -254,8 +223,9 @@ async fn acquire(lock: &Lock, plan: &Plan, signals: &mut Signals) -> Result<Guar
     match outcome {
         Ok(Ok(Some(guard))) => Ok(guard),
         Ok(Ok(None)) => {
-            // Quiet like flock(1) in scripts; on a terminal, say who is in the way.
-            if std::io::stderr().is_terminal() {
+            // A --wait that ran out says who was in the way (scripts log it); a bare
+            // try stays quiet like flock(1) in scripts, and says it on a terminal.
+            if plan.acquire.wait.is_some_and(|w| !w.is_zero()) || std::io::stderr().is_terminal() {
                 report_conflict(lock, plan).await;
             }
             Err(plan.conflict_exit_code)
@@ -268,13 +238,12 @@ async fn acquire(lock: &Lock, plan: &Plan, signals: &mut Signals) -> Result<Guar
 async fn report_conflict(lock: &Lock, plan: &Plan) {
     let waited = plan.acquire.wait.unwrap_or_default().as_secs_f64();
     let one = lock.members().first().unwrap_or(lock);
-    let holder = match one.status().await {
-        Ok(status) => match status.holders.first() {
-            Some(holder) => format!(" (held by {})", holder.owner),
-            None => String::new(),
-        },
-        Err(_) => String::new(),
+    // Who held it when the wait ran out (core reads it then); a bare try reads it now.
+    let seen = match one.last_holder() {
+        Some(holder) => Some(holder),
+        None => one.status().await.ok().and_then(|status| status.holders.into_iter().next()),
     };
+    let holder = seen.map_or_else(String::new, |holder| format!(" (held by {})", holder.describe()));
     let what = match lock.quorum() {
         Some(quorum) => format!("{} \"{}\" over {} servers", multi::kind(quorum), plan.name.to_string_lossy(), lock.members().len()),
         None => format!("lock \"{}\"", lock.name()),
@@ -295,31 +264,15 @@ async fn supervise(
     plan: &Plan,
     lease: &LeaseBound,
     signals: &mut Signals,
-    info: &str,
 ) -> i32 {
     let pid = child.id().unwrap_or_default();
     let mut lost = false;
     let mut kill_at: Option<Instant> = None;
     let status = {
-        // The info key gets the lock's PTTL when written: after each watchdog renewal
-        // (every third of its lease) it has to be written again to live as long as the
-        // hold. An explicit lease is never renewed: the first write lasts as long as it.
-        let renew_info = async {
-            if plan.acquire.lease.is_some() {
-                return std::future::pending::<()>().await;
-            }
-            let every = lease.watchdog / 3;
-            loop {
-                tokio::time::sleep(every).await;
-                set_info(guard.lock(), Some(info)).await;
-            }
-        };
-        tokio::pin!(renew_info);
         loop {
             tokio::select! {
                 biased;
                 status = child.wait() => break status,
-                _ = &mut renew_info => unreachable!("the holder info is renewed until CMD ends"),
                 signal = signals.recv() => {
                     // child.id() is None once CMD is reaped: its pid may belong to someone else then.
                     if let (false, Some(pid)) = (signal.to_group, child.id()) {
@@ -353,7 +306,6 @@ async fn supervise(
     };
     if lost {
         // Already reported; the release only cleans up what may be left.
-        set_info(guard.lock(), None).await;
         let _ = guard.release().await;
         return exit::LOST;
     }

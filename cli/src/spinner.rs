@@ -98,10 +98,9 @@ fn draw_until_stopped(name: &str, latest: &Mutex<Option<Seen>>, stopped: &mpsc::
 }
 
 /// Whether the holder's lease is renewed by a watchdog, as far as the holder says
-/// (a `ferrolock run` stores `"renewed"` in its holder info); `None`: it does not say.
+/// (every client's note says `"renewed"`); `None`: it left no note.
 fn holder_says_renewed(status: &LockStatus) -> Option<bool> {
-    let info = status.holders.first()?.info.as_deref()?;
-    serde_json::from_str::<serde_json::Value>(info).ok()?.get("renewed")?.as_bool()
+    status.holders.first()?.note.as_ref()?.renewed
 }
 
 /// Whether the lease grew between two snapshots of the same holder: only a renewal does that.
@@ -141,7 +140,7 @@ fn describe(name: &str, waited: Duration, latest: Option<&Seen>) -> String {
     if status.holders.len() > 1 {
         text.push_str(&format!(" and {} more", status.holders.len() - 1));
     }
-    if let Some(who) = first.info.as_deref().map(crate::status::describe_info) {
+    if let Some(who) = first.info.is_some().then(|| first.describe()) {
         text.push_str(&format!(" ({who})"));
     }
     text

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use ferrolock::{Client, ErrorKind, Lock};
+use ferrolock::{Client, ErrorKind, HolderNotes, Lock};
 
 use crate::exit;
 
@@ -164,7 +164,9 @@ pub fn report(target: &Target, e: &ferrolock::Error) -> i32 {
 
 /// Connects to `target` with the CLI's settings.
 pub async fn try_connect(target: &Target, watchdog: Option<Duration>) -> ferrolock::Result<Client> {
-    let mut builder = Client::builder(target.url.clone()).connect_timeout(CONNECT_TIMEOUT);
+    // Every hold leaves its note at once: a `ferrolock run` holds for a command's
+    // time, against which one more call is nothing, and `status` should name it.
+    let mut builder = Client::builder(target.url.clone()).connect_timeout(CONNECT_TIMEOUT).holder_notes(HolderNotes::Always);
     if let Some(lease) = watchdog {
         builder = builder.watchdog_timeout(lease);
     }

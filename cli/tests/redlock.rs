@@ -269,7 +269,8 @@ async fn status_check_over_three_masters_needs_a_majority_either_way() {
     assert!(out.stdout.contains("held on 3"), "{out:?}");
     // Each server shows who holds it there: the ferrolock run, its pid and command.
     let pid = holder.child.as_ref().unwrap().id();
-    assert_eq!(out.stdout.matches(&format!(", pid {pid}: sh -c 'echo ready > ")).count(), 3, "{out:?}");
+    assert_eq!(out.stdout.matches(&format!(" pid {pid} for ")).count(), 3, "{out:?}");
+    assert_eq!(out.stdout.matches(": sh -c 'echo ready > ").count(), 3, "{out:?}");
     assert_eq!(holder.stop().code, 0);
     for server in &servers {
         let mut conn = server.raw().await;

@@ -125,7 +125,7 @@ async fn always_writes_with_the_acquire_and_explicit_leases_are_noted_too() {
     let status = lock.status().await.unwrap();
     let note = status.holders[0].note.clone().expect("written before the acquire returned");
     assert_eq!(note.command.as_deref(), Some("./deploy.sh"));
-    assert!(status.holders[0].describe().contains("running ./deploy.sh"), "{}", status.holders[0].describe());
+    assert!(status.holders[0].describe().ends_with(": ./deploy.sh"), "{}", status.holders[0].describe());
     lock.release().await.unwrap();
 
     // Long mode with an explicit lease: written after the threshold, expiring with the lease.

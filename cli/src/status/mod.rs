@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
-use ferrolock::{Client, Error, Inspection, LockStatus, ObjectKind, PermitOut};
+use ferrolock::{Client, Error, HolderEntry, Inspection, LockStatus, ObjectKind, PermitOut};
 use serde_json::json;
 
 use crate::args::StatusKind;
@@ -16,7 +16,7 @@ use crate::target::{self, redact, Target};
 
 mod render;
 
-pub use render::{describe_info, info_json};
+pub use render::holder_json;
 use render::*;
 
 /// What NAME turned out to be, with what `status` shows of it.

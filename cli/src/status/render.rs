@@ -121,10 +121,22 @@ pub(super) fn to_json(status: &LockStatus) -> serde_json::Value {
     json!({
         "name": status.name,
         "locked": status.is_locked(),
-        "holders": status.holders.iter().map(|h| json!({"owner": h.owner, "count": h.count, "info": info_json(h.info.as_deref())})).collect::<Vec<_>>(),
+        "holders": status.holders.iter().map(holder_json).collect::<Vec<_>>(),
         "remaining_lease_ms": lease_ms,
         "waiters": status.subscribers,
         "last_token": status.last_token,
+    })
+}
+
+/// A holder in `--json`: its owner field and count, its note as stored (`info`), how
+/// long it has held (`held_for_ms`, from its note) and who it is for people (`description`).
+pub fn holder_json(h: &HolderEntry) -> serde_json::Value {
+    json!({
+        "owner": h.owner,
+        "count": h.count,
+        "info": info_json(h.info.as_deref()),
+        "held_for_ms": h.held_for.map(|d| d.as_millis() as u64),
+        "description": h.info.is_some().then(|| h.describe()),
     })
 }
 
@@ -135,16 +147,6 @@ pub fn info_json(info: Option<&str>) -> serde_json::Value {
         None => serde_json::Value::Null,
         Some(Ok(object @ serde_json::Value::Object(_))) => object,
         Some(_) => json!(info),
-    }
-}
-
-/// A holder's info for people: "ferrolock run on web1, pid 4242: ./deploy.sh" for
-/// what a `ferrolock run` stored, the text itself otherwise.
-pub fn describe_info(info: &str) -> String {
-    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(info) else { return info.to_string() };
-    match (fields.get("host").and_then(|v| v.as_str()), fields.get("pid").and_then(|v| v.as_u64()), fields.get("cmd").and_then(|v| v.as_str())) {
-        (Some(host), Some(pid), Some(cmd)) => format!("ferrolock run on {host}, pid {pid}: {cmd}"),
-        _ => info.to_string(),
     }
 }
 
@@ -166,8 +168,8 @@ pub(super) fn lock_text(status: &LockStatus, waiters: Option<String>, extra: &[(
     lines.extend(extra.iter().cloned());
     for holder in &status.holders {
         lines.push(("holder", format!("{} (count {})", holder.owner, holder.count)));
-        if let Some(info) = holder.info.as_deref() {
-            lines.push(("  info", describe_info(info)));
+        if holder.info.is_some() {
+            lines.push(("  who", holder.describe()));
         }
     }
     match status.remaining_lease {

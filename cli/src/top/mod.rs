@@ -111,7 +111,9 @@ fn observe(seen: &mut HashMap<String, Seen>, rows: &mut [Row], now: Instant) {
             (_, Some(since)) => Some(since),
             (_, None) => Some(now),
         };
-        row.held_for = entry.held_since.map(|since| now - since);
+        // The holders' notes know since when (the server's clock); else since top saw them.
+        let noted = row.holders.iter().filter_map(|h| h.held_for).max();
+        row.held_for = entry.held_since.map(|since| now - since).max(noted);
         row.waiting_for = entry.waiting_since.map(|since| now - since);
     }
 }

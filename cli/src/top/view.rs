@@ -7,13 +7,16 @@ use std::time::Duration;
 use ferrolock::{Inspection, ObjectKind};
 use serde_json::json;
 
-use crate::status::describe_info;
 
 /// One holder: an owner field (or a permit's id) with its count and note.
 pub(super) struct Holder {
     pub owner: String,
     pub count: u64,
-    pub info: Option<String>,
+    /// Who it is for people (its note described), when it left a note.
+    pub who: Option<String>,
+    /// How long it has held, by its note (the server's clock).
+    pub held_for: Option<Duration>,
+    pub json: serde_json::Value,
 }
 
 pub(super) struct Row {
@@ -46,8 +49,20 @@ impl Row {
             _ => format!("free:{}", found.permits.unwrap_or(0)),
         };
         let mut holders: Vec<Holder> =
-            found.holders().iter().map(|h| Holder { owner: h.owner.clone(), count: h.count, info: h.info.clone() }).collect();
-        holders.extend(found.permits_out.iter().map(|p| Holder { owner: p.id.clone(), count: 1, info: None }));
+            found.holders().iter().map(|h| Holder {
+                owner: h.owner.clone(),
+                count: h.count,
+                who: h.info.is_some().then(|| h.describe()),
+                held_for: h.held_for,
+                json: crate::status::holder_json(h),
+            }).collect();
+        holders.extend(found.permits_out.iter().map(|p| Holder {
+            owner: p.id.clone(),
+            count: 1,
+            who: None,
+            held_for: None,
+            json: json!({"owner": p.id, "count": 1, "info": null}),
+        }));
         let lease_left = match found.kind {
             // The permit whose lease ends last.
             ObjectKind::PermitExpirableSemaphore if !found.permits_out.is_empty() => {
@@ -74,7 +89,7 @@ impl Row {
     /// The holders for people: each one's note (described as `status` does) or owner.
     pub fn holders_text(&self) -> String {
         let each = self.holders.iter().map(|h| {
-            let who = h.info.as_deref().map_or_else(|| h.owner.clone(), describe_info);
+            let who = h.who.clone().unwrap_or_else(|| h.owner.clone());
             if h.count > 1 { format!("{who} (x{})", h.count) } else { who }
         });
         each.collect::<Vec<_>>().join("; ")
@@ -91,9 +106,7 @@ impl Row {
             "name": self.name,
             "kind": self.kind.as_str(),
             "state": self.state,
-            "holders": self.holders.iter().map(|h| json!({
-                "owner": h.owner, "count": h.count, "info": crate::status::info_json(h.info.as_deref()),
-            })).collect::<Vec<_>>(),
+            "holders": self.holders.iter().map(|h| h.json.clone()).collect::<Vec<_>>(),
             "held_for_ms": ms(self.held_for),
             "lease_left_ms": ms(self.lease_left),
             "waiters": self.waiters,

@@ -296,6 +296,17 @@ impl Lock {
         }
     }
 
+    /// True while a call of this holder is in flight or being settled in the
+    /// background: after a release Redis did not answer within the retry window
+    /// (which returned all the same), until Redis answers. A process about to exit
+    /// then leaves the lock held until its lease ends, and should say so.
+    pub fn is_settling(&self) -> bool {
+        match &self.repr {
+            Repr::One { holder, .. } => holder.op.try_lock().is_err(),
+            Repr::Many(multi) => multi.members.iter().any(Lock::is_settling),
+        }
+    }
+
     /// The current hold of this holder (local view), if any.
     pub fn current_hold(&self) -> Option<Hold> {
         match &self.repr {

@@ -164,11 +164,11 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
 }
 
 /// Removes the note of a hold that ended (it would otherwise outlive it by the
-/// lease it had): sent without waiting, a note nobody holds is never shown anyway.
-pub(crate) fn remove(holder: &Arc<Holder>) {
-    let Ok(mut conn) = holder.ctx.conn() else { return };
+/// lease it had); only holds that lasted pay for it. Best effort, bounded by the
+/// response timeout: a note nobody holds is never shown anyway.
+pub(crate) async fn remove(holder: &Holder) {
+    let Ok(conn) = holder.ctx.conn() else { return };
+    let mut conn = conn.with_timeout(holder.ctx.config.response_timeout);
     let key = holder.names.holder_info(&holder.field);
-    holder.ctx.runtime.spawn(async move {
-        let _: redis::RedisResult<i64> = redis::Cmd::del(key).query_async(&mut conn).await;
-    });
+    let _: redis::RedisResult<i64> = redis::Cmd::del(key).query_async(&mut conn).await;
 }

@@ -29,8 +29,15 @@ impl Holder {
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
         let this = self.clone();
         let released = detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await;
-        if matches!(released, Ok(Released::Unlocked)) && self.cell.take_note_written() {
-            note::remove(self);
+        // A note left by the hold goes with it (awaited: a process that exits right
+        // after must not leave it for a lease); a lost hold's too, once it is told.
+        let ended = match &released {
+            Ok(Released::Unlocked) => true,
+            Err(e) => e.kind() == crate::error::ErrorKind::LockLost,
+            Ok(Released::StillHeld(_)) => false,
+        };
+        if ended && self.cell.take_note_written() {
+            note::remove(self).await;
         }
         released
     }

@@ -22,8 +22,9 @@ pub struct HolderEntry {
 }
 
 impl HolderEntry {
-    /// "billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s": the holder for
-    /// people; its owner field when it left no note.
+    /// "billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s" (and ": CMD" for
+    /// a holder that says what it runs): the holder for people; a note that is not a
+    /// client's JSON as it is; its owner field when it left no note.
     pub fn describe(&self) -> String {
         let who = match &self.note {
             Some(note) if note != &HolderNote::default() => note.who(),
@@ -32,10 +33,15 @@ impl HolderEntry {
                 None => format!("{} (no note: a short hold, or a client that writes none)", self.owner),
             },
         };
-        match self.held_for {
+        let mut text = match self.held_for {
             Some(held) => format!("{who} for {}", human_duration(held)),
             None => who,
+        };
+        if let Some(command) = self.note.as_ref().and_then(|n| n.command.as_deref()) {
+            text.push_str(": ");
+            text.push_str(command);
         }
+        text
     }
 }
 
@@ -77,7 +83,8 @@ impl HolderNote {
         })
     }
 
-    /// "billing on host-7 pid 4242 (thread worker-3)": who, for people.
+    /// "billing on host-7 pid 4242 (thread worker-3)": who, for people (without
+    /// the command, which [`HolderEntry::describe`] puts last).
     pub fn who(&self) -> String {
         let mut parts = Vec::new();
         if let Some(app) = &self.app {
@@ -91,9 +98,6 @@ impl HolderNote {
         }
         if let Some(thread) = &self.thread {
             parts.push(format!("(thread {thread})"));
-        }
-        if let Some(command) = &self.command {
-            parts.push(format!("running {command}"));
         }
         if parts.first().is_some_and(|p| p.starts_with("on ")) {
             parts[0] = parts[0].trim_start_matches("on ").to_string();
