@@ -35,7 +35,7 @@ test('unknown option keys: a TypeError that names the key and the valid ones, fo
     [() => lock.tryAcquire({ ttl: 1000 }), /tryAcquire options: unknown option "ttl" \(did you mean leaseMs\?\)/, /leaseMs, signal, waitMs/],
     [() => lock.using(async () => 'ran', { lease: 1000 }), /using options: unknown option "lease" \(did you mean leaseMs\?\)/, /leaseMs, signal, waitMs/],
     [() => client.lock('opt:x', { holder: 1 }), /lock options: unknown option "holder"/, /valid options: holderId, label, owner$/],
-    [() => client.fencedLock('opt:x', { ownerId: 'a' }), /lock options: unknown option "ownerId"/, /holderId, owner/],
+    [() => client.fencedLock('opt:x', { ownerId: 'a' }), /lock options: unknown option "ownerId"/, /holderId, label, owner/],
     [() => Lock.multi([lock], { quorum: 'all', mode: 'x' }), /Lock\.multi options: unknown option "mode"/, /valid options: quorum$/],
     [() => Client.connect(server.url, { watchdogTimeout: 5000 }), /connect options: unknown option "watchdogTimeout" \(did you mean watchdogTimeoutMs\?\)/, /driftFactor/],
     [() => Client.connect(server.url, { timeout: 5000 }), /connect options: unknown option "timeout"/, /connectTimeoutMs, .*responseTimeoutMs/],
