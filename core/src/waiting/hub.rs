@@ -4,7 +4,7 @@
 //! (channels.rs); a wake left unused by a waiter that leaves passes to the
 //! next. After a reconnect every waiter is woken, since messages sent during the
 //! gap are lost. A waiter may offer a [`Successor`]: a release of this client may
-//! then hand its hold straight to it (lock/handoff.rs).
+//! then hand its hold straight to it (lock/handoff.rs, semaphore/handoff.rs).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
-//! Waiting: one acquire loop for every primitive that waits (locks today;
-//! semaphores and latches next). A primitive says how to try ([`Acquire::attempt`]:
+//! Waiting: one acquire loop for every primitive that waits (locks, semaphores,
+//! the count-down latch). A primitive says how to try ([`Acquire::attempt`]:
 //! acquired, or busy for at most some time) and, if its releases may hand over to
 //! a local waiter, how it is handed; the loop tries once without subscribing (the
 //! uncontended case costs one round-trip), then registers on the channel and
