@@ -227,3 +227,22 @@ async fn a_long_wait_logs_who_is_in_the_way_and_again_as_it_doubles() {
     holding.shutdown().await.unwrap();
     waiting.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_set_by_hand_is_kept_and_lives_as_long_as_the_hold() {
+    let server = RedisServer::start();
+    let client = builder(&server.url(), 600).holder_note_after(Duration::ZERO).connect().await.unwrap();
+    let lock = client.lock("by-hand").unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    lock.set_holder_info(Some("nightly export")).await.unwrap();
+    // Past several watchdog leases (0.6 s): renewed with the hold, never replaced.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) || client.metrics().renewals < 6 {
+        let status = lock.status().await.unwrap();
+        assert_eq!(status.holders[0].info.as_deref(), Some("nightly export"), "{status:?}");
+        assert!(status.holders[0].note.is_none());
+        assert_eq!(status.holders[0].describe(), "nightly export");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client.shutdown().await.unwrap();
+}

@@ -66,10 +66,11 @@ impl Lock {
     }
 
     /// Leaves `info` (at most 1024 bytes; `None` removes it) beside this holder's
-    /// hold, shown by [`Lock::status`]; Redisson ignores it. It expires with the
-    /// lock's lease as it is now: call again after the watchdog renewed the lease
-    /// (every third of the watchdog timeout) to keep it. `NotOwner` if this holder
-    /// does not hold the lock.
+    /// hold, shown by [`Lock::status`] in place of the note the client writes itself
+    /// ([`crate::HolderNotes`]); Redisson ignores it. It lives as long as the hold:
+    /// renewed with it, removed with its release (unless the client's notes are
+    /// [`crate::HolderNotes::Off`]: then it expires with the lease as it is now).
+    /// `NotOwner` if this holder does not hold the lock.
     pub async fn set_holder_info(&self, info: Option<&str>) -> Result<()> {
         let holder = self.one()?;
         let info = info.unwrap_or("");
@@ -93,6 +94,11 @@ impl Lock {
                 ErrorKind::NotOwner,
                 format!("{}: this holder does not hold it", holder.context("storing the holder info of")),
             ));
+        }
+        // The client's own note must not replace it: renewals only keep it alive now.
+        if !info.is_empty() {
+            let generation = holder.cell.state.lock().unwrap().generation;
+            holder.cell.note_written(generation);
         }
         Ok(())
     }
