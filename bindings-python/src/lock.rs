@@ -35,6 +35,8 @@ pub(crate) struct Holder {
     bound: Mutex<Local<ferrolock::Lock>>,
     spec: Spec,
     on_lost: Mutex<Option<ferrolock::LostCallback>>,
+    /// The label of its notes, given again to the holder made in a forked child.
+    label: Mutex<Option<String>>,
 }
 
 impl Holder {
@@ -49,7 +51,7 @@ impl Holder {
     }
 
     fn new(lock: ferrolock::Lock, spec: Spec) -> Holder {
-        Holder { bound: Mutex::new(Local::new(lock)), spec, on_lost: Mutex::new(None) }
+        Holder { bound: Mutex::new(Local::new(lock)), spec, on_lost: Mutex::new(None), label: Mutex::new(None) }
     }
 
     fn bound(&self) -> std::sync::MutexGuard<'_, Local<ferrolock::Lock>> {
@@ -93,6 +95,8 @@ impl Holder {
             return Ok(ferrolock::Lock::clone(&bound)); // another thread was first
         }
         lock.set_on_lost(self.on_lost.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // Accepted once already: it cannot fail.
+        let _ = lock.set_holder_label(self.label.lock().unwrap_or_else(|p| p.into_inner()).as_deref());
         *bound = Local::new(lock.clone());
         Ok(lock)
     }
@@ -250,7 +254,9 @@ twin_methods! {
                 }
                 &l[..end]
             });
-            self.handle()?.set_holder_label(label).py()
+            self.handle()?.set_holder_label(label).py()?;
+            *self.label.lock().unwrap_or_else(|p| p.into_inner()) = label.map(str::to_string);
+            Ok(())
         }
 
         /// Who held the lock when this holder's latest acquire with a wait timed

@@ -110,6 +110,25 @@ def test_an_asyncio_hold_is_noted_with_its_task(url: str, name: str) -> None:
     asyncio.run(main())
 
 
+def test_a_multi_lock_labels_every_member(url: str, name: str) -> None:
+    settings: dict[str, Any] = {"watchdog_timeout": 1.5, "holder_note_after": 0}
+    with ferrolock.Client(url, **settings) as a, ferrolock.Client(url, **settings) as b:
+        members = [a.lock(f"{name}:a"), b.lock(f"{name}:b")]
+        multi = ferrolock.MultiLock(members)
+        before = threading.current_thread().name
+        try:
+            for label in ("multi-1", "multi-2"):
+                threading.current_thread().name = label
+
+                def labelled() -> bool:
+                    return [[h.thread for h in m.status().holders] for m in members] == [[label], [label]]
+
+                with multi:
+                    wait_until(labelled, timeout=10, what=f"both members noted as {label}")
+        finally:
+            threading.current_thread().name = before
+
+
 def test_off_and_short_holds_write_nothing(own_server: RedisServer) -> None:
     r = own_server.redis()
     # Default mode: 50 holds of about 1 ms, while the watchdog looks several times a second.
