@@ -789,3 +789,109 @@ async fn fair_lock_order_across_languages_and_the_cli() {
     }
     assert_eq!(lasting_keys(&mut raw).await, Vec::<String>::new());
 }
+
+// ---- Who holds it (issue 31): holder notes from every client, waiters that name the holder ----
+
+/// A Python worker, a Node worker, a C worker and a `ferrolock run` each hold a lock
+/// while a waiter in another language times out on it: every waiter's result names
+/// the holder (app, host, pid, thread or command) and logged the slow-wait line
+/// first; `ferrolock status` and `ferrolock top --once` show all four notes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_name_the_holder_across_languages_and_the_cli() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    // Notes at the holders' first watchdog look (every 250 ms with a 3 s watchdog).
+    let holder_env = |app: &'static str| [("FERROLOCK_WORKER_APP", app), ("FERROLOCK_WORKER_NOTE_AFTER_MS", "0")];
+    let mut holders: Vec<Worker> = ["python", "node", "c"]
+        .into_iter()
+        .map(|lang| Worker::start_with_env(lang, &url, 3000, &holder_env(app_of(lang))))
+        .collect();
+    for holder in &mut holders {
+        let name = format!("xlang:who:{}", holder.lang);
+        assert_eq!(holder.call(&format!("label {name} holder-{}", holder.lang)), "ok");
+        assert_eq!(holder.call(&format!("acquire {name} plain")), "ok -", "{}", holder.lang);
+    }
+    let dir = ScratchDir::new("xlang-who").unwrap();
+    let (ready, stop) = (dir.join("ready"), dir.join("stop"));
+    let script = format!("echo ready > {}; while [ ! -e {} ]; do sleep 0.05; done", ready.display(), stop.display());
+    let mut cli = Command::new(target_binary("ferrolock"))
+        .args(["--url", &url, "--app-name", "app-cli", "run", "xlang:who:cli", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    eventually(Duration::from_secs(30), "the ferrolock run to hold", || async { ready.exists() }).await;
+
+    let client = ferrolock::Client::connect(url.as_str()).await.unwrap();
+    let holder_langs = ["python", "node", "c", "cli"];
+    for lang in holder_langs {
+        let lock = client.lock(format!("xlang:who:{lang}")).unwrap();
+        eventually(Duration::from_secs(20), &format!("the {lang} holder's note"), || async {
+            lock.status().await.unwrap().holders.first().is_some_and(|h| h.note.is_some())
+        })
+        .await;
+    }
+
+    // Each waiter in another language: a 2 s wait that logs after 300 ms, then times out.
+    let waiter_env = [("FERROLOCK_WORKER_SLOW_WAIT_MS", "300")];
+    let pairs = [("rust", "python"), ("python", "node"), ("node", "c"), ("c", "cli")];
+    let mut waiters: Vec<Worker> = pairs.iter().map(|(lang, _)| Worker::start_with_env(lang, &url, 3000, &waiter_env)).collect();
+    for (waiter, (_, held_by)) in waiters.iter_mut().zip(pairs) {
+        waiter.send(&format!("acquire xlang:who:{held_by} plain 2000"));
+    }
+    let pid_of = |lang: &str| match lang {
+        "cli" => cli.id(),
+        _ => holders.iter().find(|h| h.lang == lang).unwrap().pid,
+    };
+    for (waiter, (lang, held_by)) in waiters.iter_mut().zip(pairs) {
+        assert_eq!(waiter.reply(Duration::from_secs(30)), "timeout", "{lang} waiting on {held_by}");
+        let name = format!("xlang:who:{held_by}");
+        let who = format!("{} on {host} pid {}", app_of(held_by), pid_of(held_by));
+        let thread = match held_by {
+            "cli" => format!(": sh -c '{script}'"),
+            lang => format!("(thread holder-{lang}) for "),
+        };
+        let reply = waiter.call(&format!("holder {name}"));
+        assert!(reply.starts_with(&format!("ok {who}")) && reply.contains(&thread), "{lang} waiter's holder of {held_by}: {reply}");
+        let line = waiter.call(&format!("waitlog {name}"));
+        assert!(line.starts_with(&format!("ok waiting 300 ms for lock \"{name}\": held by {who}")), "{lang} waiter's log: {line}");
+        assert!(line.contains(&thread), "{lang} waiter's log: {line}");
+    }
+    // The CLI as a waiter: its --wait runs out and it says who was in the way.
+    let out = Command::new(target_binary("ferrolock"))
+        .args(["--url", &url, "run", "--wait", "0.5", "xlang:who:python", "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let python = format!("held by app-python on {host} pid {} (thread holder-python) for ", pid_of("python"));
+    assert!(stderr.contains(&python) && stderr.contains("not acquired within 0.5 s"), "{stderr}");
+
+    // Operators see all four.
+    for lang in holder_langs {
+        let out = Command::new(target_binary("ferrolock")).args(["--url", &url, "status", &format!("xlang:who:{lang}")]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(&format!("{} on {host} pid {}", app_of(lang), pid_of(lang))), "status of {lang}: {stdout}");
+    }
+    let out = Command::new(target_binary("ferrolock")).args(["--url", &url, "top", "xlang:who:", "--once"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for lang in holder_langs {
+        assert!(stdout.contains(&format!("{} on {host} pid {}", app_of(lang), pid_of(lang))), "top shows {lang}'s holder: {stdout}");
+    }
+
+    std::fs::write(&stop, "").unwrap();
+    assert!(cli.wait().unwrap().success());
+    for worker in holders.into_iter().chain(waiters) {
+        worker.quit();
+    }
+    client.shutdown().await.unwrap();
+}
+
+fn app_of(lang: &str) -> &'static str {
+    match lang {
+        "python" => "app-python",
+        "node" => "app-node",
+        "c" => "app-c",
+        _ => "app-cli",
+    }
+}

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrolock::{
@@ -124,8 +125,42 @@ impl Section<'_> {
     }
 }
 
+/// Core's log lines (INFO and up), kept for `waitlog`.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    /// The message of the latest "waiting ... for lock \"NAME\"" line.
+    fn latest_wait(&self, name: &str) -> Option<String> {
+        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
+        let lock = format!(" for lock \"{name}\"");
+        text.lines().rev().find_map(|line| {
+            let at = line.find("waiting ")?;
+            let message = &line[at..];
+            message.contains(&lock).then(|| message.to_string())
+        })
+    }
+}
+
+/// An optional number of milliseconds from the environment (issue 31's start-up settings).
+fn env_ms(name: &str) -> Result<Option<Duration>, Error> {
+    std::env::var(name).ok().filter(|v| !v.is_empty()).map(|v| millis(&v, name)).transpose()
+}
+
 struct Worker {
     client: Client,
+    logs: Logs,
     locks: HashMap<(String, LockKind), Entry>,
     /// The kind each name was first used with: `release NAME` / `lost NAME` without a KIND.
     first_kind: HashMap<String, LockKind>,
@@ -199,6 +234,17 @@ impl Worker {
                 release(self.entry(name, kind)?).await?;
                 Ok("ok".into())
             }
+            ["label", name, label @ ..] if !label.is_empty() => {
+                let kind = self.kind_of(name, None)?;
+                self.entry(name, kind)?.lock.set_holder_label(Some(&label.join(" ")))?;
+                Ok("ok".into())
+            }
+            ["holder", name] => {
+                let kind = self.kind_of(name, None)?;
+                let seen = self.entry(name, kind)?.lock.last_holder();
+                Ok(format!("ok {}", seen.map_or_else(|| "-".to_string(), |h| h.describe())))
+            }
+            ["waitlog", name] => Ok(format!("ok {}", self.logs.latest_wait(name).unwrap_or_else(|| "-".into()))),
             ["force_unlock", name] => {
                 let kind = self.kind_of(name, None)?;
                 Ok(format!("ok {}", self.entry(name, kind)?.lock.force_unlock().await?))
@@ -341,9 +387,30 @@ async fn main() {
         [_, watchdog] => number(watchdog, "WATCHDOG_MS"),
         _ => Err(invalid("usage: ferrolock-worker URL [WATCHDOG_MS]")),
     };
-    let connected = match watchdog_ms {
-        Ok(ms) => Client::builder(args[0].as_str()).watchdog_timeout(Duration::from_millis(ms)).connect().await,
-        Err(e) => Err(e),
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
+    let settings = (env_ms("FERROLOCK_WORKER_NOTE_AFTER_MS"), env_ms("FERROLOCK_WORKER_SLOW_WAIT_MS"));
+    let connected = match (watchdog_ms, settings) {
+        (Ok(ms), (Ok(note_after), Ok(slow_wait))) => {
+            let mut builder = Client::builder(args[0].as_str()).watchdog_timeout(Duration::from_millis(ms));
+            if let Ok(app) = std::env::var("FERROLOCK_WORKER_APP") {
+                builder = builder.app_name(app);
+            }
+            if let Some(after) = note_after {
+                builder = builder.holder_note_after(after);
+            }
+            if let Some(after) = slow_wait {
+                builder = builder.slow_wait_log(Some(after));
+            }
+            builder.connect().await
+        }
+        (Err(e), _) | (_, (Err(e), _)) | (_, (_, Err(e))) => Err(e),
     };
     let client = match connected {
         Ok(client) => client,
@@ -356,6 +423,7 @@ async fn main() {
 
     let mut worker = Worker {
         client,
+        logs,
         locks: HashMap::new(),
         first_kind: HashMap::new(),
         semaphores: HashMap::new(),

@@ -23,8 +23,13 @@ pub struct Worker {
 impl Worker {
     /// Starts the worker of `lang` built in this workspace (tests). Panics when it cannot start.
     pub fn start(lang: &'static str, url: &str, watchdog_ms: u64) -> Worker {
+        Worker::start_with_env(lang, url, watchdog_ms, &[])
+    }
+
+    /// [`Worker::start`] with start-up settings in the environment (e.g. FERROLOCK_WORKER_APP).
+    pub fn start_with_env(lang: &'static str, url: &str, watchdog_ms: u64, env: &[(&str, &str)]) -> Worker {
         let workers = crate::repo_root().join("tests").join("workers");
-        Worker::try_start(lang, url, watchdog_ms, &workers, &own_target_dir(), Duration::from_secs(60))
+        Worker::spawn(lang, url, watchdog_ms, &workers, &own_target_dir(), Duration::from_secs(60), env)
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -38,10 +43,23 @@ impl Worker {
         target_dir: &Path,
         ready_within: Duration,
     ) -> Result<Worker, String> {
+        Worker::spawn(lang, url, watchdog_ms, workers_dir, target_dir, ready_within, &[])
+    }
+
+    fn spawn(
+        lang: &'static str,
+        url: &str,
+        watchdog_ms: u64,
+        workers_dir: &Path,
+        target_dir: &Path,
+        ready_within: Duration,
+        env: &[(&str, &str)],
+    ) -> Result<Worker, String> {
         let launcher = workers_dir.join(format!("run-{lang}"));
         let mut child = Command::new(&launcher)
             .arg(url)
             .arg(watchdog_ms.to_string())
+            .envs(env.iter().copied())
             .env("CARGO_TARGET_DIR", target_dir)
             .env("FERROLOCK_PROFILE", own_profile())
             .stdin(Stdio::piped())
