@@ -15,7 +15,8 @@
 //! other members' answers are awaited for half of what is left, no longer: a member
 //! past its bound counts as busy (its dropped call undoes itself). A round that falls
 //! short gives back what it took, all at once; more failed members than the quorum
-//! allows fail the acquire at once.
+//! allows fail the acquire at once (a try a member cannot answer within twice its
+//! response timeout counts as failed).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::taken::Taken;
 use super::{Multi, Quorum};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::hold::Hold;
 use crate::lock::AcquireOptions;
 
@@ -144,8 +145,7 @@ impl<'a> Round<'a> {
         let mut busy: Vec<usize> = members.get(queued_at).copied().into_iter().collect();
         let options = AcquireOptions { wait: Some(Duration::ZERO), lease: self.lease() };
         let mut unanswered: Vec<usize> = members[..queued_at].to_vec();
-        let mut tries: FuturesUnordered<_> =
-            unanswered.iter().map(move |&i| async move { (i, multi.members[i].acquire_hold(options).await) }).collect();
+        let mut tries: FuturesUnordered<_> = unanswered.iter().map(move |&i| async move { (i, multi.try_member(i, options).await) }).collect();
         while !tries.is_empty() {
             let Ok(Some((i, tried))) = tokio::time::timeout_at(self.bound().into(), tries.next()).await else {
                 // Too slow to make a valid hold: dropped, the tries undo themselves.
@@ -198,6 +198,20 @@ impl<'a> Round<'a> {
     fn fail(&mut self, member: usize, e: Error) {
         self.failures.push((member, e));
         self.out[member] = true;
+    }
+}
+
+impl Multi {
+    /// One try on `member`. A member that cannot answer within twice its response
+    /// timeout (its holder busy settling a call Redis never answered, say) counts as
+    /// failed: a try must not wait for it as long as its lease.
+    async fn try_member(&self, member: usize, options: AcquireOptions) -> Result<Option<Hold>> {
+        let lock = &self.members[member];
+        let limit = lock.one()?.ctx.config.response_timeout * 2;
+        match tokio::time::timeout(limit, lock.acquire_hold(options)).await {
+            Ok(tried) => tried,
+            Err(_) => Err(Error::new(ErrorKind::Connection, format!("lock \"{}\" did not answer a try within {limit:?}", lock.name()))),
+        }
     }
 }
 

@@ -26,8 +26,11 @@ impl<'a> Taken<'a> {
         self.holds.len()
     }
 
+    /// The members taken, in the members' order (as a loss names them).
     pub fn keep(mut self) -> Vec<(usize, Hold)> {
-        std::mem::take(&mut self.holds)
+        let mut holds = std::mem::take(&mut self.holds);
+        holds.sort_unstable_by_key(|(i, _)| *i);
+        holds
     }
 
     /// Gives back every member taken, all at once.
