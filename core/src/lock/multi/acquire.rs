@@ -164,9 +164,8 @@ impl<'a> Round<'a> {
                 let now = Instant::now();
                 self.extra_until = Some(now + self.valid_until.saturating_duration_since(now) / 2);
             }
-            if !self.reachable() {
-                break;
-            }
+            // Out of reach now or not, the tries in flight are answered (within the
+            // bounds): what they took is given back before the acquire returns.
         }
         busy.sort_unstable();
         busy
