@@ -332,6 +332,89 @@ pub async fn contended(raw: &mut redis::aio::MultiplexedConnection, locks: &[Loc
     println!("longest single wait             {}", ms(longest));
     println!("script calls per section        {:.2}{}", calls as f64 / sections, if clients == 1 { "   (target <= 3)" } else { "" });
     println!("count {count}, lost updates {lost}");
+    if clients > 1 {
+        let (efficiency, p50) = contended_floor(raw, clients).await;
+        println!(
+            "protocol floor                  efficiency {efficiency:.3}, hand-off p50 {}: the same sections with our scripts sent by redis-rs alone, {clients} connections each with its own subscription (every release wakes each waiting one: Redisson's rule)",
+            ms(p50)
+        );
+    }
+}
+
+/// [`contended`]'s sections with core's RLock scripts driven by hand, one connection
+/// and one subscription per holder (each its own client): what any client of this
+/// protocol reaches on this machine across clients, beside ours.
+async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: usize) -> (f64, Duration) {
+    use futures_util::{FutureExt, StreamExt};
+    const SECTIONS: usize = 200;
+    const NAME: &str = "bench:contended:floor";
+    let info: String = redis::cmd("CLIENT").arg("INFO").query_async(raw).await.unwrap();
+    let server = info.split_whitespace().find_map(|f| f.strip_prefix("laddr=")).expect("CLIENT INFO names the server's address").to_string();
+    let client = redis::Client::open(format!("redis://{server}")).unwrap();
+    let channel = format!("redisson_lock__channel:{{{NAME}}}");
+    let (acquire, release) = (redis::Script::new(ACQUIRE_LUA), redis::Script::new(RELEASE_LUA));
+    let last_release: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let handoffs: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let held: Arc<Mutex<Duration>> = Arc::default();
+    let mut tasks = Vec::new();
+    let start = Instant::now();
+    for i in 0..holders {
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let mut pubsub = client.get_async_pubsub().await.unwrap();
+        pubsub.subscribe(&channel).await.unwrap();
+        let (acquire, release, channel) = (acquire.clone(), release.clone(), channel.clone());
+        let (last_release, handoffs, held) = (last_release.clone(), handoffs.clone(), held.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut messages = pubsub.into_on_message();
+            let owner = format!("00000000-0000-4000-8000-{i:012}:1");
+            for section in 0..SECTIONS {
+                loop {
+                    let reply: redis::Value = acquire.key(NAME).arg(30_000).arg(&owner).invoke_async(&mut conn).await.unwrap();
+                    if matches!(reply, redis::Value::Int(_)) {
+                        break;
+                    }
+                    // Messages that came while it held or tried wake it once, as a
+                    // client's wake flag does; else it waits for the next release.
+                    let mut stale = false;
+                    while let Some(Some(_)) = messages.next().now_or_never() {
+                        stale = true;
+                    }
+                    if !stale {
+                        messages.next().await.unwrap();
+                    }
+                }
+                let got = Instant::now();
+                if let Some(released) = last_release.lock().unwrap().take() {
+                    handoffs.lock().unwrap().push(got.saturating_duration_since(released));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                *held.lock().unwrap() += got.elapsed();
+                *last_release.lock().unwrap() = Some(Instant::now());
+                let latch = format!("redisson_unlock_latch:{{{NAME}}}:{owner}:{section}");
+                let released: i64 = release
+                    .key(NAME)
+                    .key(&channel)
+                    .key(&latch)
+                    .arg(&owner)
+                    .arg(30_000)
+                    .arg("publish")
+                    .arg(5_000)
+                    .arg(1)
+                    .invoke_async(&mut conn)
+                    .await
+                    .unwrap();
+                assert_eq!(released, 1);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let wall = start.elapsed();
+    let mut h = handoffs.lock().unwrap().clone();
+    h.sort();
+    let held = *held.lock().unwrap();
+    (held.as_secs_f64() / wall.as_secs_f64(), percentile(&h, 0.5))
 }
 
 /// Runs each op in its own task, in a loop, for `window`; returns ops per second.
