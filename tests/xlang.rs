@@ -848,12 +848,14 @@ async fn waiters_name_the_holder_across_languages_and_the_cli() {
         let who = format!("{} on {host} pid {}", app_of(held_by), pid_of(held_by));
         let thread = match held_by {
             "cli" => format!(": sh -c '{script}'"),
-            lang => format!("(thread holder-{lang}) for "),
+            // C adds the OS thread id to its label.
+            lang => format!("(thread holder-{lang}"),
         };
         let reply = waiter.call(&format!("holder {name}"));
         assert!(reply.starts_with(&format!("ok {who}")) && reply.contains(&thread), "{lang} waiter's holder of {held_by}: {reply}");
         let line = waiter.call(&format!("waitlog {name}"));
-        assert!(line.starts_with(&format!("ok waiting 300 ms for lock \"{name}\": held by {who}")), "{lang} waiter's log: {line}");
+        // The latest line: after 300 ms, 600 ms or 1.2 s of waiting.
+        assert!(line.starts_with("ok waiting ") && line.contains(&format!(" for lock \"{name}\": held by {who}")), "{lang} waiter's log: {line}");
         assert!(line.contains(&thread), "{lang} waiter's log: {line}");
     }
     // The CLI as a waiter: its --wait runs out and it says who was in the way.
