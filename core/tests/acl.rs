@@ -14,7 +14,7 @@ use redis::AsyncCommands;
 
 /// The README's least-privilege user, for lock names under `app:`.
 const LEAST_PRIVILEGE: &str = "on >locker-pw resetkeys resetchannels -@all \
-    +ping +evalsha +script|load +hget +hgetall +get +mget +pttl +type +unlink +pubsub|numsub \
+    +ping +evalsha +script|load +script|exists +time +hget +hgetall +get +mget +pttl +type +unlink +pubsub|numsub \
     +subscribe +unsubscribe +exists +hexists +hincrby +hset +incr +pexpire +publish +set +del +client|setname \
     ~app:* ~redisson_*{app:* ~ferrolock_*{app:* &redisson_lock__channel:{app:*";
 
