@@ -332,7 +332,9 @@ pub async fn contended(raw: &mut redis::aio::MultiplexedConnection, locks: &[Loc
     println!("longest single wait             {}", ms(longest));
     println!("script calls per section        {:.2}{}", calls as f64 / sections, if clients == 1 { "   (target <= 3)" } else { "" });
     println!("count {count}, lost updates {lost}");
-    if clients > 1 {
+    // On one server only: the floor's keys are not placed for a cluster's slots.
+    let info: String = redis::cmd("INFO").arg("cluster").query_async(raw).await.unwrap();
+    if clients > 1 && !info.contains("cluster_enabled:1") {
         let (efficiency, p50) = contended_floor(raw, clients).await;
         println!(
             "protocol floor                  efficiency {efficiency:.3}, hand-off p50 {}: the same sections with our scripts sent by redis-rs alone, {clients} connections each with its own subscription (every release wakes each waiting one: Redisson's rule)",
