@@ -25,6 +25,11 @@ run as above, on one name. pottery is a bench-only peer, listed in
 installs it into its own interpreter with pip (as build.sh installs the other
 peers into the venv). Beside the figures, issue 30's target for ferrolock's Redlock
 under contention (efficiency >= 0.85). ``BENCH_ONLY=redlock`` runs that section alone.
+
+Last, memory per hold: this process's RSS before and after taking ``BENCH_HOLDS``
+(default 20000) locks on distinct names on one client with an explicit lease (no
+renewal), divided by that count, against issue 30's target (<= 2 KB).
+``BENCH_ONLY=memory`` runs that section alone.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ UNCONTENDED = 2000
 UNCONTENDED_PER_THREAD = 500
 REDLOCK_SIZES = (3, 5)
 REDLOCK_UNCONTENDED = 1000
+HOLDS = int(os.environ.get("BENCH_HOLDS", "20000"))
 BENCH_REQUIREMENTS = Path(__file__).resolve().parent / "bench-requirements.txt"
 
 
@@ -282,10 +288,43 @@ def redlock_section(pottery: ModuleType) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_section(n: int = HOLDS) -> None:
+    """RSS per held lock: Lock objects, their native state and the client's hold registry."""
+    proc, port, tmp = start_redis()
+    try:
+        client = ferrolock.Client(f"redis://127.0.0.1:{port}/0")
+        warm = client.lock("bench:mem:warm")  # connection, scripts, runtime threads
+        warm.acquire(lease=600)
+        warm.release()
+        held: list[ferrolock.Lock] = []
+        before = rss_bytes()
+        for i in range(n):
+            lock = client.lock(f"bench:mem:{i}")
+            lock.acquire(lease=600)
+            held.append(lock)
+        after = rss_bytes()
+        per_hold = (after - before) / n
+        print(f"memory: {n} held locks (distinct names, one client, explicit lease), RSS +{(after - before) / 2**20:.1f} MiB")
+        print(f"  per hold {per_hold:.0f} B (target <= 2 KB: {'met' if per_hold <= 2048 else 'NOT met'})")
+        client.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     if shutil.which("redis-server") is None:
         print("redis-server is not on PATH", file=sys.stderr)
         return 2
+    if os.environ.get("BENCH_ONLY") == "memory":
+        memory_section()
+        return 0
     pottery = load_pottery()
     if os.environ.get("BENCH_ONLY") == "redlock":
         redlock_section(pottery)
@@ -346,6 +385,8 @@ def main() -> int:
         r.close()
         print()
         redlock_section(pottery)
+        print()
+        memory_section()
     finally:
         proc.kill()
         proc.wait()
