@@ -23,6 +23,9 @@
 // uncontended cycles/s (one handle) and the same contended run, on one name, with the
 // targets of issue 30 (>= 1.0x node-redlock uncontended, efficiency >= 0.85).
 // BENCH_ONLY=redlock runs this section alone.
+// Then memory per hold: RSS and heapUsed before and after taking BENCH_HOLDS (default
+// 20000) locks on distinct names on one client with an explicit lease (no renewal),
+// divided by that count, against issue 30's target (<= 2 KB). BENCH_ONLY=memory runs it alone.
 // The last line sums up: `ratios: single vs node-redlock X.XXx, vs redis-semaphore
 // X.XXx; 8 workers vs node-redlock X.XXx, vs redis-semaphore X.XXx`.
 
@@ -39,6 +42,7 @@ const SECTIONS = 50;
 const HOLD_MS = 1;
 const REDLOCK_SIZES = [3, 5];
 const REDLOCK_CYCLES = Number(process.env.BENCH_REDLOCK_CYCLES || 1000);
+const HOLDS = Number(process.env.BENCH_HOLDS || 20000);
 
 function pct(sorted, p) {
   if (sorted.length === 0) return NaN;
@@ -213,7 +217,42 @@ async function redlockSection(out) {
   }
 }
 
+// RSS per held lock: Lock objects, Hold objects, native state and the client's hold registry.
+async function memorySection(out, n = HOLDS) {
+  const server = await startRedis();
+  const client = await Client.connect(server.url);
+  try {
+    const warm = client.lock('bench:mem:warm'); // connection, scripts, runtime threads
+    await (await warm.acquire({ leaseMs: 600000 })).release();
+    const gc = globalThis.gc ?? (() => {});
+    gc();
+    const before = process.memoryUsage();
+    const held = [];
+    for (let i = 0; i < n; i += 500) {
+      const batch = [];
+      for (let j = i; j < Math.min(n, i + 500); j++) {
+        const lock = client.lock('bench:mem:' + j);
+        batch.push(lock.acquire({ leaseMs: 600000 }).then((hold) => held.push([lock, hold])));
+      }
+      await Promise.all(batch);
+    }
+    gc();
+    const after = process.memoryUsage();
+    const rss = (after.rss - before.rss) / n;
+    const heap = (after.heapUsed - before.heapUsed) / n;
+    out(`Memory: ${n} held locks (distinct names, one client, explicit lease), RSS +${((after.rss - before.rss) / 2 ** 20).toFixed(1)} MiB${globalThis.gc ? '' : ' (run with --expose-gc for a collected heap)'}`);
+    out(`  per hold ${rss.toFixed(0)} B RSS, of which JS heap ${heap.toFixed(0)} B (target <= 2 KB RSS: ${rss <= 2048 ? 'met' : 'NOT met'})`);
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+}
+
 async function main() {
+  if (process.env.BENCH_ONLY === 'memory') {
+    await memorySection(console.log);
+    return;
+  }
   if (process.env.BENCH_ONLY === 'redlock') {
     await redlockSection(console.log);
     return;
@@ -316,6 +355,8 @@ async function main() {
     }
     out('');
     await redlockSection(out);
+    out('');
+    await memorySection(out);
     out(`protocol floor: ferrolock / floor single ${single.floor.toFixed(2)}x, 8 workers ${eight.floor.toFixed(2)}x; ` +
       `floor / redis-semaphore single ${single.floorVsSemaphore.toFixed(2)}x, 8 workers ${eight.floorVsSemaphore.toFixed(2)}x`);
     // Last line, for scripts and issue notes.
