@@ -3,13 +3,16 @@
 //!
 //! cargo run --release -p ferrolock --example bench -- --url URL [--seconds N] [--only SECTION]
 //!
-//! Sections: uncontended, contended, throughput, watchdog, family, redlock (all by default;
-//! `--only` runs one, e.g. under a profiler).
+//! Sections: uncontended, contended, throughput, watchdog, family, redlock, memory (all by
+//! default; `--only` runs one, e.g. under a profiler). BENCH_HOLDS (default 20000) sets how
+//! many locks the memory section holds at once.
 
 #[path = "shared/family.rs"]
 mod family;
 #[path = "shared/measure.rs"]
 mod measure;
+#[path = "shared/memory.rs"]
+mod memory;
 #[path = "shared/redlock.rs"]
 mod redlock;
 
@@ -18,7 +21,7 @@ use std::time::Duration;
 use ferrolock::{Client, Lock};
 use measure::{contended, ms, process_cpu, run_for, script_calls, server_cpu, uncontended_with_floor};
 
-const SECTIONS: [&str; 6] = ["uncontended", "contended", "throughput", "watchdog", "family", "redlock"];
+const SECTIONS: [&str; 7] = ["uncontended", "contended", "throughput", "watchdog", "family", "redlock", "memory"];
 
 #[tokio::main]
 async fn main() {
@@ -72,6 +75,10 @@ async fn main() {
     }
     if run("watchdog") {
         watchdog(&client, &mut raw, rtt).await;
+    }
+    if run("memory") {
+        let holds = std::env::var("BENCH_HOLDS").ok().and_then(|n| n.parse().ok()).unwrap_or(20_000);
+        memory::section(&client, holds).await;
     }
     client.shutdown().await.unwrap();
     if run("family") {
