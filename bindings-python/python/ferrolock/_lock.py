@@ -472,8 +472,17 @@ class _LockBase(_Holdable, Generic[_C]):
         if holder_id is not None:
             self._shared = _Slot(self._probe)
             self._probe.set_on_lost(_lost_dispatcher(self._ref, self._shared))
+        # The probe has a fresh id of its own that nothing holds with: the first caller
+        # takes it as its holder rather than make a second one (a native holder is
+        # most of what a held lock costs in memory). list.pop is atomic.
+        self._spare: list[_native.Holder] = [self._probe] if holder_id is None and caller_ids is None else []
 
     def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
+        if self._spare:
+            try:
+                return self._spare.pop(), ()
+            except IndexError:  # another caller took it meanwhile
+                pass
         holder_id = None if self._caller_ids is None else self._caller_ids.caller_id()
         return self._native_client.holder(self._probe.name, self._probe.kind, holder_id), ()
 
