@@ -66,19 +66,67 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
+_CONDITIONS = threading.Lock()
+"""Makes the conditions of LostEvents (rarely: on the first wait or set of one)."""
+
+
+def _new_conditions_lock() -> None:
+    global _CONDITIONS
+    _CONDITIONS = threading.Lock()  # another thread may have held it at fork
+
+
+os.register_at_fork(after_in_child=_new_conditions_lock)
+
+
 class LostEvent(threading.Event):
     """A :class:`threading.Event` set when the current hold of a lock object (of
     the calling thread or task) is lost: ``lock.lost_event``. Cleared when that
     caller starts a new hold. :attr:`reason` says why the hold was lost."""
 
     def __init__(self) -> None:
-        super().__init__()
+        # Not threading.Event's __init__: its condition (a lock and a deque, a third
+        # of a hold's Python memory) is made when something first waits or sets it.
+        self._flag = False
+        self._lazy_cond: threading.Condition | None = None
         self.reason: str | None = None
         """Why the hold was lost (None while it is not)."""
         self._mutex = threading.Lock()
         self._generation = 0
         """Counts the holds: a waiter of an earlier hold gets None."""
         self._waiters: list[asyncio.Future[str | None]] = []
+
+    def _condition(self) -> threading.Condition:
+        cond = self._lazy_cond
+        if cond is None:
+            with _CONDITIONS:
+                cond = self._lazy_cond
+                if cond is None:
+                    cond = self._lazy_cond = threading.Condition(threading.Lock())
+        return cond
+
+    def set(self) -> None:
+        cond = self._condition()
+        with cond:
+            self._flag = True
+            cond.notify_all()
+
+    def clear(self) -> None:
+        # Without a condition nobody waits: a wait that makes one meanwhile reads the
+        # flag before or after this, as it would have with one.
+        cond = self._lazy_cond
+        if cond is None:
+            self._flag = False
+            return
+        with cond:
+            self._flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        cond = self._condition()
+        with cond:
+            return self._flag or cond.wait(timeout)
+
+    def _at_fork_reinit(self) -> None:
+        self._lazy_cond = None  # the child's only thread waits on nothing
 
     def _fire(self, reason: str) -> None:
         """The hold was lost (from the core's background thread)."""
