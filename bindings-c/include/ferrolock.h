@@ -1600,7 +1600,7 @@ enum ferrolock_status ferrolock_scan_free(struct ferrolock_scan *scan);
  *        It must not block for long: events beyond a queue of 4096 are dropped
  *        while it catches up. It may call ferrolock functions, including this one.
  * @param filter which events: a level ("error", "warn", "info", "debug", "trace")
- *        or an env-filter such as "ferrolock=debug,ferrolock::renewal=trace".
+ *        or `target=level` directives such as "ferrolock=debug,ferrolock::renewal=trace".
  *        NULL or "": "info". Copied.
  * @param userdata passed back to every call; the program keeps it valid (and safe
  *        to use from the log thread) until the logger is replaced.

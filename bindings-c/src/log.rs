@@ -1,8 +1,11 @@
-//! Core's `tracing` events for C: to stderr when `FERROLOCK_LOG` is set (an
-//! env-filter, e.g. `info` or `ferrolock=debug`; read at the first connect), and to a
-//! callback given to `ferrolock_set_logger()`. The same scheme as the Node binding
-//! (bindings-node/src/log.rs): no subscriber is installed until one of them asks for
-//! it, so without them an event costs core one cached "disabled" check.
+//! Core's `tracing` events for C: to stderr when `FERROLOCK_LOG` is set (a level or
+//! `target=level` list, e.g. `info` or `ferrolock=debug`; read at the first connect),
+//! and to a callback given to `ferrolock_set_logger()`. The same scheme as the Node
+//! binding (bindings-node/src/log.rs): no subscriber is installed until one of them
+//! asks for it, so without them an event costs core one cached "disabled" check.
+//! Filters are `Targets`, not `EnvFilter` as in Node: the same directives without
+//! span and field matching, and no regex engine in libferrolock (its LTO archive
+//! is bounded by 16 MiB, test.sh and scripts/package/verify.sh).
 //!
 //! The callback runs on a thread of its own ("ferrolock-log"), fed by a bounded queue:
 //! never on a thread of the program's (so it may call ferrolock, and a slow callback
@@ -17,7 +20,8 @@ use ferrolock::Error;
 use tracing_subscriber::field::Visit;
 use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::{reload, Layer, Registry};
 
 use crate::ffi::{c_str, internal, invalid};
 use crate::lock::lock_ignoring_poison;
@@ -93,7 +97,7 @@ thread_local! {
 /// callback that cannot keep up must not make core's threads wait or grow memory).
 const QUEUE: usize = 4096;
 
-type CFilter = reload::Handle<EnvFilter, Registry>;
+type CFilter = reload::Handle<Targets, Registry>;
 
 /// The reload handle of the callback layer's filter, once the subscriber is installed.
 static INSTALLED: OnceLock<Option<CFilter>> = OnceLock::new();
@@ -108,7 +112,7 @@ const ENV: &str = "FERROLOCK_LOG";
 fn install() -> &'static Option<CFilter> {
     INSTALLED.get_or_init(|| {
         let stderr = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| {
-            match EnvFilter::try_new(&spec) {
+            match spec.parse::<Targets>() {
                 Ok(filter) => Some(
                     tracing_subscriber::fmt::layer()
                         .with_writer(std::io::stderr)
@@ -121,7 +125,7 @@ fn install() -> &'static Option<CFilter> {
                 }
             }
         });
-        let (filter, handle) = reload::Layer::new(EnvFilter::new("off"));
+        let (filter, handle) = reload::Layer::new(Targets::new());
         let subscriber = Registry::default().with(CLayer.with_filter(filter)).with(stderr);
         subscriber.try_init().ok().map(|_| handle)
     })
@@ -179,7 +183,7 @@ fn deliver(rx: Receiver<Record>) {
 ///        It must not block for long: events beyond a queue of 4096 are dropped
 ///        while it catches up. It may call ferrolock functions, including this one.
 /// @param filter which events: a level ("error", "warn", "info", "debug", "trace")
-///        or an env-filter such as "ferrolock=debug,ferrolock::renewal=trace".
+///        or `target=level` directives such as "ferrolock=debug,ferrolock::renewal=trace".
 ///        NULL or "": "info". Copied.
 /// @param userdata passed back to every call; the program keeps it valid (and safe
 ///        to use from the log thread) until the logger is replaced.
@@ -212,8 +216,8 @@ unsafe fn set_logger(callback: ferrolock_log_fn, filter: *const c_char, userdata
     let spec = if filter.is_null() { "" } else { c_str(filter, "filter")? };
     let spec = if spec.trim().is_empty() { "info" } else { spec };
     let filter = match callback {
-        None => EnvFilter::new("off"),
-        Some(_) => EnvFilter::try_new(spec).map_err(|e| {
+        None => Targets::new(),
+        Some(_) => spec.parse::<Targets>().map_err(|e| {
             invalid(format!(
                 "ferrolock_set_logger: filter {spec:?} is not a valid filter ({e}); give e.g. \"info\" or \"ferrolock=debug\""
             ))

@@ -103,7 +103,7 @@ int main(void) {
     o.slow_wait_log_ms = -2;
     EXPECT(ferrolock_client_connect_opts(url, &o, &c), FERROLOCK_ERR_INVALID_ARGUMENT);
     expect_message("slow_wait_log_ms");
-    EXPECT(ferrolock_set_logger(on_log, "info,[", &logged), FERROLOCK_ERR_INVALID_ARGUMENT);
+    EXPECT(ferrolock_set_logger(on_log, "ferrolock=loud", &logged), FERROLOCK_ERR_INVALID_ARGUMENT);
     expect_message("not a valid filter");
 
     /* Default options: 1 ms holds write nothing (watchdog 300 ms: it looks every 100 ms). */
