@@ -6,8 +6,9 @@
 #   bash scripts/package.sh              # build + verify everything (about 25 min on 2 cores)
 #   bash scripts/package.sh --verify     # verify what dist/ already holds
 #   bash scripts/package.sh --no-verify  # build only
-#   bash scripts/package.sh --ci         # what the test command runs: build everything but
-#                                        # the sdist's source build; static checks and one
+#   bash scripts/package.sh --ci         # what the test command runs: build everything (in
+#                                        # the ci profile, Cargo.toml) but the sdist's
+#                                        # source build; static checks and one
 #                                        # install-and-run per artifact (the Python suite
 #                                        # then runs on the wheel: bindings-python/test.sh)
 #
@@ -34,7 +35,7 @@ case "${1:-}" in
 esac
 
 if ((ci)); then
-    export FERROLOCK_PACKAGE_PROFILE=${FERROLOCK_PACKAGE_PROFILE:-release}
+    export FERROLOCK_PACKAGE_PROFILE=${FERROLOCK_PACKAGE_PROFILE:-ci}
     . scripts/package/env.sh
 fi
 ensure_redis_server

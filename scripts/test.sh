@@ -14,7 +14,7 @@ cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).
 cargo test -p ferrolock --features spans --test spans
 
-section "release artifacts (scripts/package.sh --ci: built as a release is, without LTO; static checks, one install-and-run each)"
+section "release artifacts (scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one install-and-run each)"
 bash scripts/package.sh --ci
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,
 # installed; the C tests link the tarball's static library instead of building their own.

@@ -11,8 +11,8 @@ GLIBC_FLOOR=2.17
 PLATFORM=x86_64-linux-gnu
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1)
 # The dist profile (Cargo.toml): fat LTO, one codegen unit. The test command's
-# packaging check builds with `release` instead (the same artifacts without LTO, in
-# a third of the time): FERROLOCK_PACKAGE_PROFILE.
+# packaging check builds with `ci` instead (the same artifacts without LTO, less
+# optimised, in a fraction of the time): FERROLOCK_PACKAGE_PROFILE.
 PACKAGE_PROFILE=${FERROLOCK_PACKAGE_PROFILE:-dist}
 RUST_OUT=${CARGO_TARGET_DIR:-$ROOT/target}/$TRIPLE/$PACKAGE_PROFILE
 TOOLS=${FERROLOCK_PACKAGE_TOOLS:-$ROOT/target/package/venv}
