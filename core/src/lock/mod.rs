@@ -4,7 +4,7 @@
 //! release.rs: Redisson's RLock and RFencedLock), the same-client hand-off
 //! (handoff.rs), calls Redis never answered in time (unanswered.rs), and the
 //! shared waiting engine (crate::waiting), to which `acquire` hands a
-//! [`LockAcquire`]; or a multi-lock over several such handles (multi/: MultiLock
+//! `LockAcquire` (acquirer.rs); or a multi-lock over several such handles (multi/: MultiLock
 //! and Redlock).
 
 mod acquirer;
