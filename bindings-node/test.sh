@@ -7,7 +7,9 @@
 # package's `files` hold every file the entry point loads.
 #
 # Needs node >= 20 with npm, cargo, redis-server on PATH, and the npm registry.
-# Env: FERROLOCK_NODE_PROFILE=debug|release (default debug here), CARGO_TARGET_DIR.
+# Env: FERROLOCK_NODE_PROFILE=debug|release (default debug here), CARGO_TARGET_DIR;
+# FERROLOCK_NODE_ADDON and FERROLOCK_NODE_TYPE_DEFS (scripts/test.sh): test that addon,
+# from scripts/package.sh's build, instead of building one.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -34,8 +36,23 @@ trap 'rm -rf "$scratch"' EXIT
 # before a release: npm skips it (a clone uses its own build, ferrolock.node).
 echo "== npm install (dependencies only)"
 npm install --no-fund --no-audit --no-package-lock
-echo "== build the addon ($FERROLOCK_NODE_PROFILE) and its declarations"
-node scripts/build.js --dts "$scratch/native.d.ts"
+if [ -n "${FERROLOCK_NODE_ADDON:-}" ]; then
+  # The test command (scripts/test.sh): the addon scripts/package.sh built (cargo
+  # zigbuild, glibc 2.17), with napi-derive's type definitions written on the way into
+  # FERROLOCK_NODE_TYPE_DEFS; @napi-rs/cli renders them as `napi build --dts` does. No
+  # second build of the addon.
+  echo "== the packaged addon $FERROLOCK_NODE_ADDON and its declarations (no build)"
+  cp "$FERROLOCK_NODE_ADDON" ferrolock.node.tmp
+  mv ferrolock.node.tmp ferrolock.node
+  node -e "
+    const [dir, out] = process.argv.slice(1);
+    require('@napi-rs/cli').generateTypeDef({ typeDefDir: dir, cwd: process.cwd(), declareBindingTarget: false })
+      .then(({ dts }) => require('node:fs').writeFileSync(out, dts));
+  " "${FERROLOCK_NODE_TYPE_DEFS:?with FERROLOCK_NODE_ADDON}" "$scratch/native.d.ts"
+else
+  echo "== build the addon ($FERROLOCK_NODE_PROFILE) and its declarations"
+  node scripts/build.js --dts "$scratch/native.d.ts"
+fi
 test -f ferrolock.node
 
 echo "== native.d.ts is what the build generates"

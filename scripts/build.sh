@@ -62,4 +62,11 @@ echo "== build: Redisson interop driver (Java, Redisson 4.7.0 and 3.52.0 from Ma
 bash tests/redisson/build.sh
 
 echo "== build: Node addon"
-(cd bindings-node && npm install --no-fund --no-audit --no-package-lock --loglevel=error && FERROLOCK_NODE_PROFILE="$profile" node scripts/build.js)
+if [ -n "${FERROLOCK_NODE_ADDON:-}" ]; then
+  # scripts/test.sh: the addon scripts/package.sh built (bindings-node/test.sh copied it
+  # to bindings-node/ferrolock.node too), not a build of its own.
+  echo "the packaged addon $FERROLOCK_NODE_ADDON (no build)"
+  cp "$FERROLOCK_NODE_ADDON" bindings-node/ferrolock.node.tmp && mv bindings-node/ferrolock.node.tmp bindings-node/ferrolock.node
+else
+  (cd bindings-node && npm install --no-fund --no-audit --no-package-lock --loglevel=error && FERROLOCK_NODE_PROFILE="$profile" node scripts/build.js)
+fi

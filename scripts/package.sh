@@ -51,8 +51,17 @@ if ((build)); then
     rm -rf "$DIST"
     mkdir -p "$DIST"
     step "Rust artifacts for $TRIPLE.$GLIBC_FLOOR, one $PACKAGE_PROFILE build: the Node addon, libferrolock, the CLI"
+    if ((ci)); then
+        # napi-derive writes the addon's type definitions as it compiles it (forced to
+        # recompile it, so the folder fills): bindings-node/test.sh renders and checks
+        # its declarations from them instead of building the addon again.
+        rm -rf "$ROOT/target/package/node-type-defs"
+        mkdir -p "$ROOT/target/package/node-type-defs"
+        export NAPI_TYPE_DEF_TMP_FOLDER=$ROOT/target/package/node-type-defs NAPI_FORCE_BUILD_FERROLOCK_NODE=$(date +%s%N)
+    fi
     cargo zigbuild --locked --profile "$PACKAGE_PROFILE" --target "$TRIPLE.$GLIBC_FLOOR" \
         -p ferrolock-node -p ferrolock-c -p ferrolock-cli --features ferrolock-c/soname
+    unset NAPI_TYPE_DEF_TMP_FOLDER NAPI_FORCE_BUILD_FERROLOCK_NODE
     step "Python: wheel (maturin --zig) and sdist"
     bash scripts/package/python.sh
     step "Node: main and platform packages"

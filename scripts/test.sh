@@ -20,7 +20,13 @@ bash scripts/package.sh --ci
 # installed; the C tests link the tarball's static library instead of building their own.
 FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
 FERROLOCK_C_TARBALL=$(ls "$PWD"/dist/c/ferrolock-*-x86_64-linux-gnu.tar.gz)
-export FERROLOCK_PYTHON_WHEEL FERROLOCK_C_TARBALL
+# The Node suites (the binding's, the cross-language workers) load the platform
+# package's addon, its declarations checked from the type definitions that build wrote.
+rm -rf target/package/node-addon && mkdir -p target/package/node-addon
+tar -C target/package/node-addon -xzf "$(ls dist/node/ferrolock-ferrolock-linux-x64-gnu-*.tgz)"
+FERROLOCK_NODE_ADDON=$PWD/target/package/node-addon/package/ferrolock.linux-x64-gnu.node
+FERROLOCK_NODE_TYPE_DEFS=$PWD/target/package/node-type-defs
+export FERROLOCK_PYTHON_WHEEL FERROLOCK_C_TARBALL FERROLOCK_NODE_ADDON FERROLOCK_NODE_TYPE_DEFS
 
 section "C binding"
 bash bindings-c/test.sh
