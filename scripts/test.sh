@@ -40,7 +40,7 @@ bash bindings-node/test.sh
 section "cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
-cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads
 cargo test -p ferrolock-cli
 
 section "documentation: the site builds (every public name documented, no broken link) and its examples run"
