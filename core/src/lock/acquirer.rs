@@ -50,6 +50,11 @@ impl waiting::Acquire for LockAcquire<'_> {
         let attempt = self.holder.attempt(self.lease_ms);
         let fair = self.holder.kind == LockKind::Fair;
         async move {
+            // A try may queue us before its reply is read: if the caller goes away in
+            // between (an abort once the line shows us), leaving must still happen.
+            if fair {
+                self.queued.store(true, Ordering::Release);
+            }
             let outcome = attempt.await;
             if fair {
                 if let Ok(tried) = &outcome {
