@@ -180,7 +180,7 @@ mod tests {
             name: name.into(),
             kind: ObjectKind::Lock,
             state: "held".into(),
-            holders: vec![Holder { owner: "c:1".into(), count: 1, info: None }],
+            holders: vec![Holder { owner: "c:1".into(), count: 1, who: None, held_for: None, json: serde_json::Value::Null }],
             held_for: held.map(Duration::from_secs),
             lease_left: None,
             waiters,
