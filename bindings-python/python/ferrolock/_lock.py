@@ -105,12 +105,14 @@ class LostEvent(threading.Event):
         return cond
 
     def set(self) -> None:
+        """Marks the hold lost and wakes every waiter (as ``threading.Event.set``)."""
         cond = self._condition()
         with cond:
             self._flag = True
             cond.notify_all()
 
     def clear(self) -> None:
+        """Resets the flag (as ``threading.Event.clear``)."""
         # Without a condition nobody waits: a wait that makes one meanwhile reads the
         # flag before or after this, as it would have with one.
         cond = self._lazy_cond
@@ -121,6 +123,8 @@ class LostEvent(threading.Event):
             self._flag = False
 
     def wait(self, timeout: float | None = None) -> bool:
+        """Waits until the hold is lost or ``timeout`` seconds pass; True if lost
+        (as ``threading.Event.wait``)."""
         cond = self._condition()
         with cond:
             return self._flag or cond.wait(timeout)
