@@ -208,6 +208,40 @@ def test_dropping_the_client_ends_its_holds(url: str, client2: ferrolock.Client,
     other.release()
 
 
+def test_a_collected_lock_object_leaves_the_threads_that_used_it(
+    url: str, client2: ferrolock.Client, name: str
+) -> None:
+    # The threads keep their slots (and native holders) per thread, not per lock
+    # object: collecting the object must drop its holders from a thread that is
+    # still alive, or they would keep the dropped client's core running.
+    dropped = ferrolock.Client(url, watchdog_timeout=WATCHDOG)
+    lock = dropped.lock(name)
+    used, finish = threading.Event(), threading.Event()
+
+    def use() -> None:
+        assert lock.acquire(lease=60)
+        lock.release()
+        used.set()
+        finish.wait(30)
+
+    alive = threading.Thread(target=use, name="still-alive")
+    alive.start()
+    try:
+        assert used.wait(10)
+        assert lock.acquire()  # this thread's own slot too; the client keeps the object while it holds
+        other = client2.lock(name)
+        assert not other.acquire(blocking=False)
+        ref = weakref.ref(dropped)
+        del dropped, lock
+        gc.collect()
+        assert ref() is None, "the client (with the lock objects it keeps) was not collected"
+        assert other.acquire(timeout=10)
+        other.release()
+    finally:
+        finish.set()
+        alive.join(10)
+
+
 def _run_aio(main: Callable[[ferrolock.aio.Client], Awaitable[None]], url: str) -> None:
     async def wrapper() -> None:
         client = await ferrolock.aio.Client.connect(url, watchdog_timeout=WATCHDOG)

@@ -105,6 +105,8 @@ class _ClientBase:
         """Wraps a connected native client; use ``connect`` instead."""
         self._native = native
         self._held = _HeldLocks()
+        self._helds = (self._held,)
+        """What every lock object of this client shares as its ``_helds``."""
 
     @property
     def id(self) -> str:

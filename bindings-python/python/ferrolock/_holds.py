@@ -33,7 +33,9 @@ class _HeldLocks:
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
-        self._locks: dict[object, set[_native.Holder]] = {}
+        self._locks: dict[object, _native.Holder | set[_native.Holder]] = {}
+        """Lock object -> its holding holder, or a set of them when several threads
+        or tasks hold through it (rarely: a set is most of a hold's Python memory)."""
         _ALL.add(self)
 
     def _after_fork(self) -> None:
@@ -48,11 +50,12 @@ class _HeldLocks:
             holders = self._locks.get(lock)
             if holder.local_hold_count() > 0:
                 if holders is None:
-                    self._locks[lock] = {holder}
-                else:
+                    self._locks[lock] = holder
+                elif isinstance(holders, set):
                     holders.add(holder)
+                elif holders is not holder:
+                    self._locks[lock] = {holders, holder}
             elif holders is not None:
-                holders.discard(holder)
                 self._forget_released(lock, holders)
 
     def settle(self, lock: object) -> None:
@@ -62,7 +65,11 @@ class _HeldLocks:
             if holders is not None:
                 self._forget_released(lock, holders)
 
-    def _forget_released(self, lock: object, holders: set[_native.Holder]) -> None:
+    def _forget_released(self, lock: object, holders: _native.Holder | set[_native.Holder]) -> None:
+        if not isinstance(holders, set):
+            if holders.local_hold_count() == 0:
+                del self._locks[lock]
+            return
         for holder in [h for h in holders if h.local_hold_count() == 0]:
             holders.discard(holder)
         if not holders:

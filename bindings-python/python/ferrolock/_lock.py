@@ -66,16 +66,21 @@ def _wait_seconds(blocking: bool, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-_CONDITIONS = threading.Lock()
-"""Makes the conditions of LostEvents (rarely: on the first wait or set of one)."""
+_LAZY = threading.Lock()
+"""Makes what a lock object makes late and rarely (a LostEvent, its condition) and
+hands a lock object's spare holder to one caller."""
+
+_PID = os.getpid()
+"""This process's id, one int object that every thread slot shares."""
 
 
-def _new_conditions_lock() -> None:
-    global _CONDITIONS
-    _CONDITIONS = threading.Lock()  # another thread may have held it at fork
+def _after_fork() -> None:
+    global _LAZY, _PID
+    _LAZY = threading.Lock()  # another thread may have held it at fork
+    _PID = os.getpid()
 
 
-os.register_at_fork(after_in_child=_new_conditions_lock)
+os.register_at_fork(after_in_child=_after_fork)
 
 
 class LostEvent(threading.Event):
@@ -98,7 +103,7 @@ class LostEvent(threading.Event):
     def _condition(self) -> threading.Condition:
         cond = self._lazy_cond
         if cond is None:
-            with _CONDITIONS:
+            with _LAZY:
                 cond = self._lazy_cond
                 if cond is None:
                     cond = self._lazy_cond = threading.Condition(threading.Lock())
@@ -200,15 +205,36 @@ class _Slot:
     """A caller's (thread's or task's) native holder, or the one shared holder of a
     ``holder_id``; for a multi-lock, also its members' holders for that same caller
     (in member order). ``label``: the thread or task name its holder's notes say,
-    as last given to the core (an acquire calls into the core only when it changed)."""
+    as last given to the core (an acquire calls into the core only when it changed).
+    ``dispatch``: its holder's on-lost hook, which keeps its :class:`LostEvent`."""
 
-    __slots__ = ("holder", "members", "lost_event", "label", "__weakref__")
+    __slots__ = ("holder", "members", "dispatch", "label", "__weakref__")
 
-    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder] = ()) -> None:
+    def __init__(
+        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
+    ) -> None:
         self.holder = holder
         self.members = tuple(members)
-        self.lost_event = LostEvent()
+        self.dispatch = _LostDispatch(lock, self)
         self.label: str | None = None
+        holder.set_on_lost(self.dispatch)
+
+    @property
+    def lost_event(self) -> LostEvent:
+        """The :class:`LostEvent` of this slot's holds, made on first use."""
+        return self.dispatch.lost_event()
+
+    def _begin(self) -> None:
+        """A new hold starts (the event, if made, is cleared)."""
+        event = self.dispatch.event
+        if event is not None:
+            event._begin()
+
+    def _end(self) -> None:
+        """The hold was released (waiters of the event, if made, get None)."""
+        event = self.dispatch.event
+        if event is not None:
+            event._end()
 
 
 class _Holdable:
@@ -233,7 +259,7 @@ class _Holdable:
     def __init__(self, on_lost: OnLostCallback[Self] | None) -> None:
         self._init_callers()
         self._on_lost: OnLostCallback[Any] | None = on_lost
-        self._ref: weakref.ReferenceType[_Holdable] = weakref.ref(self)
+        self._ref = _LockRef(self, _forget_slots)
         self._shared: _Slot | None = None
         """The slot of every caller (``holder_id``), if any."""
         self._helds: tuple[_HeldLocks, ...] = ()
@@ -268,7 +294,6 @@ class _Holdable:
         if slot is None:
             holder, members = self._new_holder()
             slot = self._remember(holder, members)
-            holder.set_on_lost(_lost_dispatcher(self._ref, slot))
         return slot
 
     def _current_slot(self) -> _Slot | None:
@@ -318,11 +343,11 @@ class _Holdable:
 
     def _after_acquire(self, slot: _Slot, new_hold: bool, acquired: bool) -> None:
         if new_hold and acquired:
-            slot.lost_event._begin()
+            slot._begin()
 
     def _after_release(self, slot: _Slot) -> None:
         if slot.holder.local_hold_count() == 0:
-            slot.lost_event._end()
+            slot._end()
 
     def _track(self, slot: _Slot) -> None:
         """After an acquire or release through ``slot``: the clients keep the members
@@ -354,25 +379,43 @@ class _Holdable:
         raise NotImplementedError
 
 
-def _lost_dispatcher(ref: weakref.ReferenceType[_Holdable], slot: _Slot) -> Callable[[str, str], None]:
-    """The native on-lost hook of ``slot``'s holder: sets its :class:`LostEvent`,
+class _LostDispatch:
+    """The native on-lost hook of a slot's holder: sets the slot's :class:`LostEvent`,
     lets the clients forget the lost hold (:class:`ferrolock._holds._HeldLocks`)
-    and calls the lock's ``on_lost`` (with ``lock.lost`` answering for ``slot``).
+    and calls the lock's ``on_lost`` (with ``lock.lost`` answering for the slot).
     The core logs the loss itself (a warning on a ``"ferrolock.*"`` logger).
 
     Holds the lock object and the slot only weakly, so that neither is kept alive
     by its own holder (while it holds, its clients keep the lock object alive).
-    """
-    event = slot.lost_event
-    slot_ref = weakref.ref(slot)
+    Keeps the slot's event (made when first asked for, or at a loss), which
+    outlives the slot when a thread ends while it holds: whoever waits on it still
+    learns of the loss. A small object rather than a closure: one per held lock."""
 
-    def dispatch(message: str, reason: str) -> None:
-        lost = slot_ref()
+    __slots__ = ("lock", "slot", "event")
+
+    def __init__(self, lock: weakref.ReferenceType[Any], slot: _Slot) -> None:
+        self.lock = lock
+        self.slot = weakref.ref(slot)
+        self.event: LostEvent | None = None
+
+    def lost_event(self) -> LostEvent:
+        """The event, made on first use."""
+        event = self.event
+        if event is None:
+            with _LAZY:
+                event = self.event
+                if event is None:
+                    event = self.event = LostEvent()
+        return event
+
+    def __call__(self, message: str, reason: str) -> None:
+        lost = self.slot()
         # The caller may have started a new hold before this (delayed) report of
         # the old one: the event belongs to the current hold.
         if lost is None or lost.holder.lost:
-            event._fire(reason)
-        lock = ref()
+            if lost is not None or self.event is not None:
+                self.lost_event()._fire(reason)
+        lock = self.lock()
         if lock is None:
             return
         try:
@@ -385,25 +428,77 @@ def _lost_dispatcher(ref: weakref.ReferenceType[_Holdable], slot: _Slot) -> Call
         except Exception:
             logger.exception("the on_lost callback of lock %r raised", lock.name)
 
-    return dispatch
-
 
 class _ThreadSlot(_Slot):
-    """A thread's slot in a blocking lock object's ``threading.local``. Its
-    finalisation, when the thread ends, reports a hold the thread left behind."""
+    """A thread's slot in a blocking lock object, kept in the thread's
+    :class:`_ThreadSlots`. Its finalisation, when the thread ends, reports a hold
+    the thread left behind."""
 
-    __slots__ = ("_lock", "_thread", "_pid")
+    __slots__ = ("_thread", "_pid")
 
     def __init__(
         self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
     ) -> None:
-        super().__init__(holder, members)
-        self._lock = lock
+        super().__init__(holder, members, lock)
         self._thread = threading.current_thread().name
-        self._pid = os.getpid()
+        self._pid = _PID
 
     def __del__(self) -> None:
-        _caller_ended("thread", self._thread, self._lock, self.holder, self._pid)
+        _caller_ended("thread", self._thread, self.dispatch.lock, self.holder, self._pid)
+
+
+class _ThreadSlots(dict):  # type: ignore[type-arg]
+    """One thread's slots in the blocking lock objects it used, by lock object (its
+    :class:`_LockRef`, which hashes and compares as the object while it lives).
+
+    One table per thread (:data:`_THREAD`), not a ``threading.local`` per lock
+    object (that was over half of a lock object's Python memory): the thread's
+    end drops its table and so its slots, as the per-object locals did; a lock
+    object's collection drops its slots from every table (:func:`_forget_slots`)."""
+
+    __slots__ = ("ref", "__weakref__")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ref = weakref.ref(self)
+        """Shared by the lock objects with a slot here (it must not keep the table)."""
+
+
+class _LockRef(weakref.ReferenceType):  # type: ignore[type-arg]
+    """A lock object's weak reference, which also knows the (weakly referenced)
+    :class:`_ThreadSlots` where the object has slots: none, one, or a list."""
+
+    __slots__ = ("tables",)
+
+    def __init__(self, lock: Any, callback: Callable[[_LockRef], object]) -> None:
+        super().__init__(lock, callback)  # type: ignore[call-arg]
+        self.tables: weakref.ReferenceType[_ThreadSlots] | list[weakref.ReferenceType[_ThreadSlots]] | None = None
+
+    def add_table(self, table: weakref.ReferenceType[_ThreadSlots]) -> None:
+        """Notes that the object has a slot in ``table`` (forgetting the tables of
+        threads that ended)."""
+        with _LAZY:
+            tables = self.tables
+            if tables is None:
+                self.tables = table
+            elif isinstance(tables, list):
+                self.tables = [t for t in tables if t() is not None and t is not table] + [table]
+            elif tables is not table:
+                self.tables = [tables, table] if tables() is not None else table
+
+
+def _forget_slots(ref: _LockRef) -> None:
+    """A lock object was collected: its slots leave the threads' tables (their
+    holders go now, as they did with the object's ``threading.local``)."""
+    tables = ref.tables
+    for table_ref in tables if isinstance(tables, list) else () if tables is None else (tables,):
+        table = table_ref()
+        if table is not None:
+            table.pop(ref, None)
+
+
+_THREAD = threading.local()
+"""Each thread's :class:`_ThreadSlots` (attribute ``slots``), made on first use."""
 
 
 class _ThreadHeld(_Holdable, _Scoped):
@@ -412,15 +507,19 @@ class _ThreadHeld(_Holdable, _Scoped):
     :meth:`hold` and ``with``."""
 
     def _init_callers(self) -> None:
-        self._local = threading.local()
+        pass  # the threads keep the slots (_THREAD)
 
     def _lookup(self, strict: bool) -> _Slot | None:
-        slot: _Slot | None = getattr(self._local, "slot", None)
-        return slot
+        table: _ThreadSlots | None = getattr(_THREAD, "slots", None)
+        return None if table is None else table.get(self._ref)
 
     def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
         slot = _ThreadSlot(holder, members, self._ref)
-        self._local.slot = slot
+        table: _ThreadSlots | None = getattr(_THREAD, "slots", None)
+        if table is None:
+            table = _THREAD.slots = _ThreadSlots()
+        table[self._ref] = slot
+        self._ref.add_table(table.ref)
         return slot
 
     def _acquire(self, blocking: bool, timeout: float | None, lease: float | None) -> bool:
@@ -518,23 +617,22 @@ class _LockBase(_Holdable, Generic[_C]):
         self._caller_ids = caller_ids
         self._client = client
         self._native_client = client._native
-        self._helds = (client._held,)
+        self._helds = client._helds
         # Validates the name and the kind now; answers questions about the lock as a whole.
         self._probe = self._native_client.holder(name, kind, holder_id)
         if holder_id is not None:
-            self._shared = _Slot(self._probe)
-            self._probe.set_on_lost(_lost_dispatcher(self._ref, self._shared))
+            self._shared = _Slot(self._probe, (), self._ref)
         # The probe has a fresh id of its own that nothing holds with: the first caller
         # takes it as its holder rather than make a second one (a native holder is
-        # most of what a held lock costs in memory). list.pop is atomic.
-        self._spare: list[_native.Holder] = [self._probe] if holder_id is None and caller_ids is None else []
+        # most of what a held lock costs in memory).
+        self._spare: _native.Holder | None = self._probe if holder_id is None and caller_ids is None else None
 
     def _new_holder(self) -> tuple[_native.Holder, Sequence[_native.Holder]]:
-        if self._spare:
-            try:
-                return self._spare.pop(), ()
-            except IndexError:  # another caller took it meanwhile
-                pass
+        if self._spare is not None:
+            with _LAZY:  # one caller takes it
+                spare, self._spare = self._spare, None
+            if spare is not None:
+                return spare, ()
         holder_id = None if self._caller_ids is None else self._caller_ids.caller_id()
         return self._native_client.holder(self._probe.name, self._probe.kind, holder_id), ()
 

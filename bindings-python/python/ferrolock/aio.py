@@ -239,8 +239,10 @@ class _TaskSlot(_Slot):
 
     __slots__ = ("watch",)
 
-    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> None:
-        super().__init__(holder, members)
+    def __init__(
+        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
+    ) -> None:
+        super().__init__(holder, members, lock)
         self.watch: Callable[[asyncio.Task[object]], object] | None = None
 
 
@@ -264,7 +266,7 @@ class _TaskHeld(_Holdable, _AsyncScoped):
         return None if task is None else self._slots.get(task)
 
     def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
-        slot = _TaskSlot(holder, members)
+        slot = _TaskSlot(holder, members, self._ref)
         self._slots[_current_task()] = slot
         return slot
 
