@@ -2,47 +2,74 @@
 //! prefix `p` is `p:{n}`, or `p:n` when the name already contains `{`, so every key
 //! and channel of one lock lands in the cluster slot of its name.
 
-/// The names that belong to one lock, computed once per lock handle.
+use std::sync::Arc;
+
+/// The names that belong to one lock. Only the name is kept (a handle is made per
+/// holder, and a client may keep many): the helper keys and channels are written
+/// when a call needs them, an allocation per call against a round-trip.
 #[derive(Debug, Clone)]
 pub(crate) struct LockNames {
-    /// The lock name as given: also the key of the lock hash.
-    pub name: Vec<u8>,
-    /// The name for messages (lossy UTF-8).
-    pub display: String,
-    /// `redisson_lock__channel:{n}`: release messages.
-    pub channel: Vec<u8>,
-    /// `redisson_lock_token:{n}`: fencing-token counter.
-    pub token: Vec<u8>,
-    /// `redisson_unlock_latch:{n}`: prefix of per-release reply latches (`<prefix>:<request-id>`).
-    latch_prefix: Vec<u8>,
-    /// `ferrolock_holder_info:{n}`: prefix of per-holder notes (`<prefix>:<owner>`), ours only.
-    info_prefix: Vec<u8>,
-    /// Fair lock: `redisson_lock_queue:{n}` (waiters in order) and `redisson_lock_timeout:{n}`
-    /// (waiter -> when it counts as gone).
-    pub queue: Vec<u8>,
-    pub queue_timeouts: Vec<u8>,
-    /// Read-write lock: `redisson_rwlock:{n}`, the channel of both sides.
-    pub rw_channel: Vec<u8>,
+    /// The lock name as given: also the key of the lock hash. Shared with the
+    /// client's holder registry and the hold's loss messages.
+    pub name: Arc<[u8]>,
+    /// The name for messages when it is not UTF-8 (lossy); none when it is.
+    lossy: Option<Box<str>>,
 }
+
+const CHANNEL: &str = "redisson_lock__channel";
+const TOKEN: &str = "redisson_lock_token";
+const LATCH: &str = "redisson_unlock_latch";
+const INFO: &str = "ferrolock_holder_info";
+const QUEUE: &str = "redisson_lock_queue";
+const QUEUE_TIMEOUTS: &str = "redisson_lock_timeout";
+const RW_CHANNEL: &str = "redisson_rwlock";
 
 impl LockNames {
     pub fn new(name: &[u8]) -> Self {
-        LockNames {
-            name: name.to_vec(),
-            display: String::from_utf8_lossy(name).into_owned(),
-            channel: prefixed("redisson_lock__channel", name),
-            token: prefixed("redisson_lock_token", name),
-            latch_prefix: prefixed("redisson_unlock_latch", name),
-            info_prefix: prefixed("ferrolock_holder_info", name),
-            queue: prefixed("redisson_lock_queue", name),
-            queue_timeouts: prefixed("redisson_lock_timeout", name),
-            rw_channel: prefixed("redisson_rwlock", name),
+        Self::shared(Arc::from(name))
+    }
+
+    pub fn shared(name: Arc<[u8]>) -> Self {
+        let lossy = std::str::from_utf8(&name).is_err().then(|| String::from_utf8_lossy(&name).into());
+        LockNames { name, lossy }
+    }
+
+    /// The name for messages (lossy UTF-8).
+    pub fn display(&self) -> &str {
+        match &self.lossy {
+            Some(lossy) => lossy,
+            None => std::str::from_utf8(&self.name).unwrap_or_default(),
         }
+    }
+
+    /// `redisson_lock__channel:{n}`: release messages.
+    pub fn channel(&self) -> Vec<u8> {
+        prefixed(CHANNEL, &self.name)
+    }
+
+    /// `redisson_lock_token:{n}`: fencing-token counter.
+    pub fn token(&self) -> Vec<u8> {
+        prefixed(TOKEN, &self.name)
+    }
+
+    /// Fair lock: `redisson_lock_queue:{n}`, waiters in order.
+    pub fn queue(&self) -> Vec<u8> {
+        prefixed(QUEUE, &self.name)
+    }
+
+    /// Fair lock: `redisson_lock_timeout:{n}`, waiter -> when it counts as gone.
+    pub fn queue_timeouts(&self) -> Vec<u8> {
+        prefixed(QUEUE_TIMEOUTS, &self.name)
+    }
+
+    /// Read-write lock: `redisson_rwlock:{n}`, the channel of both sides.
+    pub fn rw_channel(&self) -> Vec<u8> {
+        prefixed(RW_CHANNEL, &self.name)
     }
 
     /// A fair-lock waiter's own channel: `redisson_lock__channel:{n}:<owner field>`.
     pub fn waiter_channel(&self, field: &str) -> Vec<u8> {
-        joined(&self.channel, field)
+        joined(&self.channel(), field)
     }
 
     /// A reader's timeout-key prefix `{n}:<owner>:rwlock_timeout` (one key per read hold, `:<k>`).
@@ -57,14 +84,15 @@ impl LockNames {
         key
     }
 
-    /// The note about one holder (see scripts/lock/holder_info.lua); in the slot of the latches.
+    /// `ferrolock_holder_info:{n}:<owner>`: the note about one holder (see
+    /// scripts/lock/holder_info.lua), ours only; in the slot of the latches.
     pub fn holder_info(&self, owner: &str) -> Vec<u8> {
-        joined(&self.info_prefix, owner)
+        joined(&prefixed(INFO, &self.name), owner)
     }
 
-    /// The reply latch of one release request.
+    /// `redisson_unlock_latch:{n}:<request-id>`: the reply latch of one release request.
     pub fn latch(&self, request: RequestId<'_>) -> Vec<u8> {
-        request.key(&self.latch_prefix)
+        request.key(&prefixed(LATCH, &self.name))
     }
 }
 
@@ -243,9 +271,11 @@ fn crc16(bytes: &[u8]) -> u16 {
 }
 
 impl LockNames {
-    /// Every key and channel of this lock, for the one-slot check on a cluster.
-    pub fn all(&self) -> [&[u8]; 7] {
-        [&self.name, &self.channel, &self.token, &self.latch_prefix, &self.queue, &self.queue_timeouts, &self.rw_channel]
+    /// Every key and channel of this lock (the latch prefix for its latches), for
+    /// the one-slot check on a cluster.
+    pub fn all(&self) -> [Vec<u8>; 7] {
+        let latch_prefix = prefixed(LATCH, &self.name);
+        [self.name.to_vec(), self.channel(), self.token(), latch_prefix, self.queue(), self.queue_timeouts(), self.rw_channel()]
     }
 
     /// On a cluster every key of one lock must be in one slot (a script touches them
@@ -261,8 +291,8 @@ impl LockNames {
             "lock name {:?} cannot be used on a Redis Cluster: its braces do not form a non-empty {{...}} hash tag, \
              so Redisson's helper keys for it (e.g. {:?}) fall in another cluster slot than the lock itself; \
              remove the braces or give a complete tag such as {{orders}}",
-            self.display,
-            String::from_utf8_lossy(&self.channel),
+            self.display(),
+            String::from_utf8_lossy(&self.channel()),
         )))
     }
 }
@@ -275,9 +305,9 @@ mod tests {
     #[test]
     fn names_follow_redisson() {
         let table: [(&[u8], fn(&LockNames) -> Vec<u8>, &[u8], &[u8]); 4] = [
-            (b"lock hash", |n| n.name.clone(), b"orders:42", b"{tag}x"),
-            (b"channel", |n| n.channel.clone(), b"redisson_lock__channel:{orders:42}", b"redisson_lock__channel:{tag}x"),
-            (b"token", |n| n.token.clone(), b"redisson_lock_token:{orders:42}", b"redisson_lock_token:{tag}x"),
+            (b"lock hash", |n| n.name.to_vec(), b"orders:42", b"{tag}x"),
+            (b"channel", |n| n.channel(), b"redisson_lock__channel:{orders:42}", b"redisson_lock__channel:{tag}x"),
+            (b"token", |n| n.token(), b"redisson_lock_token:{orders:42}", b"redisson_lock_token:{tag}x"),
             (b"reply latch", |n| n.latch(RequestId { client: "c", n: 17 }), b"redisson_unlock_latch:{orders:42}:c:17", b"redisson_unlock_latch:{tag}x:c:17"),
         ];
         let (plain, tagged) = (LockNames::new(b"orders:42"), LockNames::new(b"{tag}x"));
@@ -286,7 +316,8 @@ mod tests {
             assert_eq!(name_of(&plain), want_plain, "{what}");
             assert_eq!(name_of(&tagged), want_tagged, "{what}");
         }
-        assert_eq!(plain.display, "orders:42");
+        assert_eq!(plain.display(), "orders:42");
+        assert_eq!(LockNames::new(b"a\xffb").display(), "a\u{fffd}b");
     }
 
     /// Slots as CLUSTER KEYSLOT answers them (redis.io's examples and Redis 7.0 replies).
@@ -303,9 +334,9 @@ mod tests {
     #[test]
     fn helper_keys_name_their_object() {
         let n = LockNames::new(b"jobs:1");
-        assert_eq!(helper_key_of(&n.token), Some(Some(b"jobs:1".to_vec())));
-        assert_eq!(helper_key_of(&LockNames::new(b"{t}x").queue), Some(Some(b"{t}x".to_vec())));
-        for other in [n.holder_info("c:1"), n.read_timeouts("c:1"), suffixed(b"jobs:1", "timeout"), n.queue_timeouts.clone()] {
+        assert_eq!(helper_key_of(&n.token()), Some(Some(b"jobs:1".to_vec())));
+        assert_eq!(helper_key_of(&LockNames::new(b"{t}x").queue()), Some(Some(b"{t}x".to_vec())));
+        for other in [n.holder_info("c:1"), n.read_timeouts("c:1"), suffixed(b"jobs:1", "timeout"), n.queue_timeouts()] {
             assert_eq!(helper_key_of(&other), Some(None), "{}", String::from_utf8_lossy(&other));
         }
         assert_eq!(helper_key_of(b"jobs:1"), None);

@@ -46,16 +46,16 @@ pub struct RenewalReport {
 pub(crate) struct Ticket {
     /// The renew script of the hold's kind: `KEYS` = keys, `ARGV[1]` = lease, `ARGV[i+1]` = owner i.
     pub script: &'static Script,
-    pub key: Vec<u8>,
-    pub owner: String,
+    pub key: Arc<[u8]>,
+    pub owner: Arc<str>,
     pub generation: u64,
 }
 
 /// What writing or refreshing one holder note sends (lock/note.rs, scripts/lock/notes.lua).
 pub(crate) struct NoteTicket {
-    pub key: Vec<u8>,
+    pub key: Arc<[u8]>,
     pub note_key: Vec<u8>,
-    pub owner: String,
+    pub owner: Arc<str>,
     /// The note to write; `None` refreshes the expiry of the one written.
     pub text: Option<String>,
     /// How long the hold has lasted (the server turns it into "since").
@@ -234,7 +234,7 @@ where
 {
     let mut call = crate::scripts::NOTES.prepare_invoke();
     for (_, note) in batch {
-        call.key(&note.key).key(&note.note_key).arg(&note.owner).arg(note.text.as_deref().unwrap_or("")).arg(note.held_ms);
+        call.key(&note.key).key(&note.note_key).arg(&*note.owner).arg(note.text.as_deref().unwrap_or("")).arg(note.held_ms);
     }
     let Ok(mut conn) = conn() else { return };
     match call.invoke_async::<Vec<i64>>(&mut conn).await {
@@ -257,7 +257,7 @@ where
     let mut call = batch[0].1.script.prepare_invoke();
     call.arg(lease_ms);
     for (_, ticket) in batch {
-        call.key(&ticket.key).arg(&ticket.owner);
+        call.key(&ticket.key).arg(&*ticket.owner);
     }
     let lease = Duration::from_millis(lease_ms);
     let mut delay = Duration::from_millis(10);

@@ -78,15 +78,15 @@ pub(crate) struct HoldCell {
     pub ctx: Arc<Ctx>,
     /// The holder's uid in the client's registry of held holds.
     uid: u64,
-    /// The primitive's name and the owner field, for messages.
-    display: String,
-    owner: String,
+    /// The primitive's name and the owner field, for messages (shared with the holder).
+    name: Arc<[u8]>,
+    owner: Arc<str>,
     pub state: Mutex<HoldState>,
     pub on_lost: Mutex<Option<LostCallback>>,
 }
 
 impl HoldCell {
-    pub fn new(ctx: Arc<Ctx>, uid: u64, display: String, owner: String) -> Arc<HoldCell> {
+    pub fn new(ctx: Arc<Ctx>, uid: u64, name: Arc<[u8]>, owner: Arc<str>) -> Arc<HoldCell> {
         let now = Instant::now();
         let state = HoldState {
             count: 0,
@@ -106,7 +106,7 @@ impl HoldCell {
             renew_due: now,
             note_written: false,
         };
-        Arc::new(HoldCell { ctx, uid, display, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
+        Arc::new(HoldCell { ctx, uid, name, owner, state: Mutex::new(state), on_lost: Mutex::new(None) })
     }
 
     /// The current hold, if held (local view).
@@ -211,12 +211,17 @@ impl HoldCell {
         None
     }
 
+    /// The name for messages (lossy UTF-8).
+    fn display(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.name)
+    }
+
     pub fn lost_error(&self, reason: &str) -> Error {
         Error::new(
             ErrorKind::LockLost,
             format!(
                 "lock \"{}\" was lost by its holder ({}): {reason}; the critical section was not protected since then",
-                self.display, self.owner
+                self.display(), self.owner
             ),
         )
     }
@@ -236,12 +241,12 @@ impl HoldCell {
             self.finish(&mut st);
         }
         self.ctx.transport.metrics.lost();
-        tracing::warn!(lock = %self.display, owner = %self.owner, "{}", error.message());
+        tracing::warn!(lock = %self.display(), owner = %self.owner, "{}", error.message());
         let callback = self.on_lost.lock().unwrap().clone();
         if let Some(callback) = callback {
             let event = LostEvent {
-                name: self.display.clone(),
-                owner: self.owner.clone(),
+                name: self.display().into_owned(),
+                owner: self.owner.to_string(),
                 reason: reason.to_string(),
                 error,
                 at,

@@ -78,7 +78,7 @@ pub(super) async fn read(ctx: &Ctx, key: &[u8], kind: Option<ObjectKind>) -> Res
         None => match key_type.as_str() {
             "hash" | "none" => {
                 let mode: Option<String> = r.query(redis::cmd("HGET").arg(key).arg("mode")).await?;
-                match (mode, r.exists(&lock_names.queue).await?) {
+                match (mode, r.exists(&lock_names.queue()).await?) {
                     (Some(_), _) => ObjectKind::ReadWriteLock,
                     (None, true) => ObjectKind::FairLock,
                     (None, false) => ObjectKind::Lock,
@@ -127,12 +127,12 @@ pub(super) async fn read(ctx: &Ctx, key: &[u8], kind: Option<ObjectKind>) -> Res
     }
     match kind {
         ObjectKind::FairLock => {
-            found.queue = r.query(redis::cmd("LRANGE").arg(&lock_names.queue).arg(0).arg(-1)).await?;
+            found.queue = r.query(redis::cmd("LRANGE").arg(&lock_names.queue()).arg(0).arg(-1)).await?;
             found.waiters = found.queue.len() as u64;
         }
         ObjectKind::ReadWriteLock => {
             found.mode = r.query(redis::cmd("HGET").arg(key).arg("mode")).await?;
-            found.waiters = r.numsub(&lock_names.rw_channel).await?;
+            found.waiters = r.numsub(&lock_names.rw_channel()).await?;
         }
         ObjectKind::Semaphore => {
             found.permits = Some(r.number(key).await?);

@@ -164,7 +164,7 @@ impl Handoff {
                     // Settled late (unanswered.rs): the hold was reported lost meanwhile,
                     // so the field it was handed is nobody's. (Its operation lock is ours.)
                     if let Err(e) = release_revived(&successor, generation).await {
-                        tracing::debug!(lock = %successor.names.display, error = %e, "could not delete a lost successor's field; it expires with its lease");
+                        tracing::debug!(lock = %successor.names.display(), error = %e, "could not delete a lost successor's field; it expires with its lease");
                     }
                 }
             }

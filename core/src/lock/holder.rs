@@ -13,15 +13,15 @@ use crate::hold::state::{Acquired, HoldCell};
 use crate::hold::Hold;
 use crate::names::LockNames;
 
+/// A client may keep many (a handle per holder): the name and the owner are kept
+/// once each, shared with the registry's key and the hold cell's messages.
 pub(crate) struct Holder {
     pub ctx: Arc<Ctx>,
     pub names: LockNames,
-    pub owner: String,
+    pub owner: Arc<str>,
     pub kind: LockKind,
     /// The field it writes in the lock hash: the owner, or `<owner>:write`.
-    pub field: String,
-    /// Where its waits listen.
-    pub wait_channel: Vec<u8>,
+    pub field: Arc<str>,
     /// Fair locks: how long a waiter may miss its turn (Redisson's `threadWaitTime`).
     pub fair_wait_ms: u64,
     pub uid: u64,
@@ -40,28 +40,25 @@ static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::ne
 /// The client's live holders: handles for the same (name, owner field, kind) share one.
 #[derive(Default)]
 pub(crate) struct Holders {
-    map: Mutex<HashMap<(Vec<u8>, String, LockKind), Weak<Holder>>>,
+    map: Mutex<HashMap<(Arc<[u8]>, Arc<str>, LockKind), Weak<Holder>>>,
 }
 
 impl Holders {
     pub fn get_or_create(self: &Arc<Self>, ctx: &Arc<Ctx>, name: &[u8], owner: String, kind: LockKind, fair_wait_ms: u64) -> Arc<Holder> {
-        let key = (name.to_vec(), owner, kind);
+        let key = (Arc::<[u8]>::from(name), Arc::<str>::from(owner), kind);
         let mut map = self.map.lock().unwrap();
         if let Some(existing) = map.get(&key).and_then(Weak::upgrade) {
             return existing;
         }
         let uid = NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let names = LockNames::new(name);
-        let cell = HoldCell::new(ctx.clone(), uid, names.display.clone(), key.1.clone());
-        let field = field(&key.1, kind);
-        let wait_channel = wait_channel(&names, &field, kind);
+        let names = LockNames::shared(key.0.clone());
+        let cell = HoldCell::new(ctx.clone(), uid, key.0.clone(), key.1.clone());
         let holder = Arc::new(Holder {
             ctx: ctx.clone(),
             names,
             owner: key.1.clone(),
             kind,
-            field,
-            wait_channel,
+            field: field(&key.1, kind),
             fair_wait_ms,
             uid,
             op: Arc::new(tokio::sync::Mutex::new(())),
@@ -94,7 +91,7 @@ impl Holder {
     }
 
     pub fn context(&self, what: &str) -> String {
-        format!("{what} lock \"{}\"", self.names.display)
+        format!("{what} lock \"{}\"", self.names.display())
     }
 
     /// Applies an acquisition to the local view (see `HoldCell::apply`) and, for a
@@ -120,18 +117,20 @@ pub(crate) struct Level {
 pub(crate) type PendingHold = Pending<Level>;
 
 /// The field this holder writes in the lock hash: the owner, or `<owner>:write`.
-fn field(owner: &str, kind: LockKind) -> String {
+fn field(owner: &Arc<str>, kind: LockKind) -> Arc<str> {
     match kind {
-        LockKind::Write => format!("{owner}:write"),
-        _ => owner.to_string(),
+        LockKind::Write => format!("{owner}:write").into(),
+        _ => owner.clone(),
     }
 }
 
-/// The channel a waiter of `kind` listens on.
-fn wait_channel(names: &LockNames, field: &str, kind: LockKind) -> Vec<u8> {
-    match kind {
-        LockKind::Fair => names.waiter_channel(field),
-        LockKind::Read | LockKind::Write => names.rw_channel.clone(),
-        LockKind::Reentrant | LockKind::Fenced => names.channel.clone(),
+impl Holder {
+    /// The channel its waits listen on (written per wait: see `LockNames`).
+    pub fn wait_channel(&self) -> Vec<u8> {
+        match self.kind {
+            LockKind::Fair => self.names.waiter_channel(&self.field),
+            LockKind::Read | LockKind::Write => self.names.rw_channel(),
+            LockKind::Reentrant | LockKind::Fenced => self.names.channel(),
+        }
     }
 }

@@ -84,7 +84,7 @@ impl Lock {
         let stored: i64 = scripts::HOLDER_INFO
             .key(&holder.names.name)
             .key(holder.names.holder_info(&holder.field))
-            .arg(&holder.field)
+            .arg(&*holder.field)
             .arg(info)
             .invoke_async(&mut conn)
             .await
@@ -121,7 +121,7 @@ async fn change_lease(h: &Arc<Holder>, change: LeaseChange) -> Result<Duration> 
     let sent_at = Instant::now();
     let left: i64 = scripts::EXTEND
         .key(&h.names.name)
-        .arg(&h.field)
+        .arg(&*h.field)
         .arg(ms)
         .arg(mode)
         .invoke_async(&mut conn)

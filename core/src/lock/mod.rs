@@ -170,7 +170,7 @@ impl Lock {
     /// members' names joined by ",".
     pub fn name(&self) -> &str {
         match &self.repr {
-            Repr::One { holder, .. } => &holder.names.display,
+            Repr::One { holder, .. } => holder.names.display(),
             Repr::Many(multi) => &multi.display,
         }
     }
@@ -239,11 +239,11 @@ impl Lock {
         let ctx = &holder.ctx;
         let channel = waiting::Channel {
             hub: &ctx.hub,
-            name: &holder.wait_channel,
+            name: &holder.wait_channel(),
             policy: Policy::Lock,
             shutdown: &ctx.shutdown,
         };
-        let timing = AcquireTiming::start(&ctx.transport.metrics, holder.kind.as_str(), &holder.names.display);
+        let timing = AcquireTiming::start(&ctx.transport.metrics, holder.kind.as_str(), &holder.names.display());
         let acquirer = acquirer::LockAcquire {
             holder,
             lease_ms,

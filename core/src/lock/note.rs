@@ -151,7 +151,7 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
     let reply: redis::RedisResult<Vec<i64>> = scripts::NOTES
         .key(&ticket.key)
         .key(&ticket.note_key)
-        .arg(&ticket.owner)
+        .arg(&*ticket.owner)
         .arg(ticket.text.as_deref().unwrap_or(""))
         .arg(ticket.held_ms)
         .invoke_async(&mut conn)
@@ -159,7 +159,7 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
     match reply {
         Ok(flags) if flags == [1] => holder.cell.note_written(ticket.generation),
         Ok(_) => {}
-        Err(e) => tracing::debug!(lock = %holder.names.display, error = %e, "holder note not written; the watchdog tries again"),
+        Err(e) => tracing::debug!(lock = %holder.names.display(), error = %e, "holder note not written; the watchdog tries again"),
     }
 }
 

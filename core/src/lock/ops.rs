@@ -57,7 +57,7 @@ impl Holder {
         })
         .await;
         if let Err(e) = left {
-            tracing::debug!(lock = %self.names.display, "{e}; the others skip this waiter once its turn passes");
+            tracing::debug!(lock = %self.names.display(), "{e}; the others skip this waiter once its turn passes");
         }
     }
 }
@@ -78,7 +78,7 @@ impl Held for Holder {
 
     fn renewed(self: Arc<Self>, generation: u64, sent_at: Instant) {
         if self.cell.renewed(generation, sent_at) {
-            tracing::debug!(lock = %self.names.display, "a renewal landed after its hold was reported lost; releasing it");
+            tracing::debug!(lock = %self.names.display(), "a renewal landed after its hold was reported lost; releasing it");
             let ctx = self.ctx.clone();
             ctx.runtime.spawn(async move {
                 let this = self.clone();
@@ -113,7 +113,7 @@ impl Held for Holder {
 impl Undo for Level {
     fn undo(self) {
         let holder = self.holder;
-        tracing::debug!(lock = %holder.names.display, "acquire abandoned by its caller; releasing");
+        tracing::debug!(lock = %holder.names.display(), "acquire abandoned by its caller; releasing");
         let runtime = holder.ctx.runtime.clone();
         runtime.spawn(async move {
             let _ = holder.release(false).await;

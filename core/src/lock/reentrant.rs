@@ -67,7 +67,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             Err(e) if Error::is_ambiguous(&e) => {
                 // The script may or may not have run: our own field tells which. The
                 // connection that failed was retired, so the read goes to a fresh one.
-                tracing::debug!(lock = %h.names.display, error = %e, "acquire reply lost; reading the hold back");
+                tracing::debug!(lock = %h.names.display(), error = %e, "acquire reply lost; reading the hold back");
                 let (count, token) = match read_own_field(&h, &mut conn).await {
                     Ok(field) => field,
                     Err(err) => {
@@ -172,9 +172,9 @@ fn unanswered_acquire(sent_at: Instant, lease_ms: u64) -> Unanswered {
 /// retries while the connection re-establishes itself.
 async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>)> {
     let mut pipe = redis::pipe();
-    pipe.hget(&h.names.name, &h.field);
+    pipe.hget(&h.names.name, &*h.field);
     if h.is_fenced() {
-        pipe.get(&h.names.token);
+        pipe.get(&h.names.token());
     }
     let mut delay = Duration::from_millis(20);
     let give_up = Instant::now() + h.ctx.config.connect_timeout + h.ctx.config.response_timeout;
@@ -212,7 +212,7 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard) -> 
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
     let mut handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
-        let claimed = h.ctx.hub.claim_successor(&h.names.channel, h.uid);
+        let claimed = h.ctx.hub.claim_successor(&h.names.channel(), h.uid);
         // Letting an unfenced successor go before the reply is only as safe as this
         // hold: it must outlive the reply (see handoff.rs). (Only read the clock when
         // there is a successor: every clock read shows in the uncontended cycle.)
@@ -261,7 +261,7 @@ fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released
             ErrorKind::NotOwner,
             format!(
                 "lock \"{}\" is not held by this holder ({}); acquire it before releasing it",
-                h.names.display, h.owner
+                h.names.display(), h.owner
             ),
         )),
         ReleaseReply::StillHeld if !all => {

@@ -91,16 +91,16 @@ pub(crate) async fn release_script(
                 sent |= !e.is_connection_refusal();
                 if started.elapsed() + delay >= window {
                     if !sent {
-                        return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display)));
+                        return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display())));
                     }
-                    tracing::debug!(lock = %names.display, error = %e, "release not answered within the retry window");
+                    tracing::debug!(lock = %names.display(), error = %e, "release not answered within the retry window");
                     return Ok(None);
                 }
-                tracing::debug!(lock = %names.display, error = %e, "release reply lost; retrying with the same request id");
+                tracing::debug!(lock = %names.display(), error = %e, "release reply lost; retrying with the same request id");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_millis(500));
             }
-            Err(e) => return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display))),
+            Err(e) => return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display()))),
         }
     };
     // The latch only answers retries of this call, which are over now.

@@ -37,12 +37,12 @@ pub(crate) fn start(holder: &Arc<Holder>, deadline: Option<Instant>) -> Option<R
                 Err(e) => format!("its holder could not be read ({})", e.message()),
             };
             tracing::info!(
-                lock = %holder.names.display,
+                lock = %holder.names.display(),
                 owner = %holder.owner,
                 waited_ms = waited.as_millis() as u64,
                 "waiting {} for lock \"{}\": {seen}",
                 human_duration(waited),
-                holder.names.display
+                holder.names.display()
             );
             waited *= 2;
         }

@@ -53,7 +53,7 @@ impl Lock {
         // never reports a hold the caller was not given.
         let holder = self.one()?;
         let _settled = holder.op.lock().await;
-        let cmd = redis::Cmd::hget(&holder.names.name, &holder.field);
+        let cmd = redis::Cmd::hget(&holder.names.name, &*holder.field);
         let count: Option<u32> = self.query_idempotent(&cmd, "reading").await?;
         Ok(count.unwrap_or(0))
     }
@@ -113,11 +113,11 @@ impl Lock {
 /// The snapshot of [`Lock::status`] (and of `Client::inspect`): `numsub` is the
 /// transport's command counting a channel's subscribers.
 pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) -> Result<LockStatus> {
-    let name = &keys.display;
+    let name = keys.display();
     let context = |what: &str| format!("{what} lock \"{name}\"");
     let mut pipe = redis::pipe();
-    pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(&keys.token);
-    pipe.add_command(numsub).arg(&keys.channel);
+    pipe.cmd("TYPE").arg(&keys.name).pttl(&keys.name).get(keys.token());
+    pipe.add_command(numsub).arg(keys.channel());
     let (kind, pttl, token, (_, subscribers)): (String, i64, Option<String>, (Vec<u8>, u64)) =
         query_idempotent(conn, &pipe, &context("reading the status of")).await?;
     let not_a_lock = |what: &str| {
@@ -174,7 +174,7 @@ pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) 
             Error::new(ErrorKind::WrongType, format!("the fencing-token counter of lock \"{name}\" is not a number"))
         })?),
     };
-    Ok(LockStatus { name: name.clone(), holders, remaining_lease, subscribers, last_token })
+    Ok(LockStatus { name: name.to_string(), holders, remaining_lease, subscribers, last_token })
 }
 
 /// Runs a read-only command, once more after a connection failure (the

@@ -63,7 +63,7 @@ pub(crate) fn release(h: &Arc<Holder>, all: bool, guard: OpGuard, handoff: Optio
                 format!(
                     "releasing lock \"{}\": Redis did not answer within the retry window ({window:?}), so the release \
                      may or may not have run; check with hold_count once Redis answers",
-                    h.names.display
+                    h.names.display()
                 ),
             ));
         };
@@ -71,11 +71,11 @@ pub(crate) fn release(h: &Arc<Holder>, all: bool, guard: OpGuard, handoff: Optio
     };
     if outcome.is_ok() {
         tracing::warn!(
-            lock = %h.names.display,
+            lock = %h.names.display(),
             owner = %h.owner,
             "Redis did not answer the release of lock \"{}\" within the retry window ({window:?}); the level is \
              released here and the client completes the release on the server as soon as Redis answers",
-            h.names.display,
+            h.names.display(),
         );
     }
     // A field nobody renews is gone a lease after its last renewal, which may still land.
@@ -113,15 +113,15 @@ pub(crate) async fn settle(h: Arc<Holder>, guard: OpGuard, call: Unanswered) {
                     let latch = h.names.latch(h.ctx.next_request());
                     match release_script(&h, conn, latch, lease, Levels::Some(extra as u32), handoff.as_ref().map(Handoff::target)).await {
                         Ok(Some(reply)) => {
-                            tracing::info!(lock = %h.names.display, owner = %h.owner, levels = extra, "released levels of a call Redis had not answered");
+                            tracing::info!(lock = %h.names.display(), owner = %h.owner, levels = extra, "released levels of a call Redis had not answered");
                             reply
                         }
                         Ok(None) => {
-                            tracing::debug!(lock = %h.names.display, "no answer yet to a call Redis had not answered; retrying");
+                            tracing::debug!(lock = %h.names.display(), "no answer yet to a call Redis had not answered; retrying");
                             continue;
                         }
                         Err(e) => {
-                            tracing::debug!(lock = %h.names.display, error = %e, "could not settle a call Redis had not answered yet; retrying");
+                            tracing::debug!(lock = %h.names.display(), error = %e, "could not settle a call Redis had not answered yet; retrying");
                             tokio::time::sleep(delay).await;
                             delay = (delay * 2).min(Duration::from_millis(500));
                             continue;
@@ -139,7 +139,7 @@ pub(crate) async fn settle(h: Arc<Holder>, guard: OpGuard, call: Unanswered) {
                 }
                 return;
             }
-            Err(e) => tracing::debug!(lock = %h.names.display, error = %e, "a call Redis had not answered is still unsettled; retrying"),
+            Err(e) => tracing::debug!(lock = %h.names.display(), error = %e, "a call Redis had not answered is still unsettled; retrying"),
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_millis(500));
@@ -151,14 +151,14 @@ pub(crate) async fn settle(h: Arc<Holder>, guard: OpGuard, call: Unanswered) {
 async fn read_fields(h: &Holder, handoff: Option<&Handoff>, conn: &mut crate::transport::Conn) -> redis::RedisResult<(i64, Option<(i64, u64)>)> {
     let successor = handoff.map(|handoff| handoff.successor());
     let mut pipe = redis::pipe();
-    pipe.hget(&h.names.name, &h.field);
+    pipe.hget(&h.names.name, &*h.field);
     let Some(successor) = successor else {
         let (count,): (Option<i64>,) = pipe.query_async(conn).await?;
         return Ok((count.unwrap_or(0), None));
     };
-    pipe.hget(&successor.names.name, &successor.field);
+    pipe.hget(&successor.names.name, &*successor.field);
     if successor.is_fenced() {
-        pipe.get(&successor.names.token);
+        pipe.get(&successor.names.token());
         let (count, held, token): (Option<i64>, Option<i64>, Option<u64>) = pipe.query_async(conn).await?;
         return Ok((count.unwrap_or(0), Some((held.unwrap_or(0), token.unwrap_or(0)))));
     }

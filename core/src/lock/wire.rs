@@ -71,14 +71,14 @@ impl Call {
 /// The acquire of one level with `lease` ms.
 pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
     let n = &h.names;
-    let field = h.field.as_str();
+    let field = h.field.as_ref();
     match h.kind {
         LockKind::Reentrant => Call::new(h, &scripts::ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
-        LockKind::Fenced => Call::new(h, &scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token).num(lease).arg(field),
+        LockKind::Fenced => Call::new(h, &scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token()).num(lease).arg(field),
         LockKind::Fair => Call::new(h, &scripts::FAIR_ACQUIRE, 3)
             .arg(&n.name)
-            .arg(&n.queue)
-            .arg(&n.queue_timeouts)
+            .arg(&n.queue())
+            .arg(&n.queue_timeouts())
             .num(lease)
             .arg(field)
             .num(h.fair_wait_ms),
@@ -102,32 +102,32 @@ pub(crate) fn release(h: &Holder, latch: &[u8], lease_ms: u64, levels: &str, suc
     let fenced_successor = successor.as_ref().is_some_and(|(s, _)| s.is_fenced());
     let mut call = match h.kind {
         LockKind::Reentrant | LockKind::Fenced => {
-            Call::new(h, &scripts::RELEASE, 3 + fenced_successor as usize).arg(&n.name).arg(&n.channel)
+            Call::new(h, &scripts::RELEASE, 3 + fenced_successor as usize).arg(&n.name).arg(&n.channel())
         }
         LockKind::Fair => Call::new(h, &scripts::FAIR_RELEASE, 5)
             .arg(&n.name)
-            .arg(&n.queue)
-            .arg(&n.queue_timeouts)
-            .arg(&n.channel),
-        LockKind::Write => Call::new(h, &scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel),
+            .arg(&n.queue())
+            .arg(&n.queue_timeouts())
+            .arg(&n.channel()),
+        LockKind::Write => Call::new(h, &scripts::WRITE_RELEASE, 3).arg(&n.name).arg(&n.rw_channel()),
         LockKind::Read => Call::new(h, &scripts::READ_RELEASE, 5)
             .arg(&n.name)
-            .arg(&n.rw_channel)
+            .arg(&n.rw_channel())
             .arg(n.read_timeouts(&h.owner))
             .arg(n.tag()),
     };
     call = call.arg(latch);
     if let Some((successor, _)) = successor.as_ref().filter(|_| fenced_successor) {
-        call = call.arg(&successor.names.token);
+        call = call.arg(&successor.names.token());
     }
     call = call
-        .arg(h.field.as_str())
+        .arg(h.field.as_ref())
         .num(lease_ms)
         .arg(ctx.transport.publish_command())
         .num(ctx.config.retry_window.as_millis() as u64)
         .arg(levels);
     if let Some((successor, lease_ms)) = successor {
-        call = call.arg(successor.field.as_str()).num(lease_ms);
+        call = call.arg(successor.field.as_ref()).num(lease_ms);
     }
     call
 }
@@ -138,10 +138,10 @@ pub(crate) fn leave_queue(h: &Holder) -> Option<Call> {
     (h.kind == LockKind::Fair).then(|| {
         Call::new(h, &scripts::FAIR_LEAVE, 4)
             .arg(&n.name)
-            .arg(&n.queue)
-            .arg(&n.queue_timeouts)
-            .arg(&n.channel)
-            .arg(h.field.as_str())
+            .arg(&n.queue())
+            .arg(&n.queue_timeouts())
+            .arg(&n.channel())
+            .arg(h.field.as_ref())
             .num(h.fair_wait_ms)
             .arg(h.ctx.transport.publish_command())
     })
@@ -152,12 +152,12 @@ pub(crate) fn force_unlock(h: &Holder) -> Call {
     let n = &h.names;
     let publish = h.ctx.transport.publish_command();
     match h.kind {
-        LockKind::Fair => Call::new(h, &scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel).arg(&n.queue).arg(publish).arg("0"),
+        LockKind::Fair => Call::new(h, &scripts::FORCE_UNLOCK, 3).arg(&n.name).arg(&n.channel()).arg(&n.queue()).arg(publish).arg("0"),
         LockKind::Read | LockKind::Write => {
-            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel).arg(publish).arg("1")
+            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.rw_channel()).arg(publish).arg("1")
         }
         LockKind::Reentrant | LockKind::Fenced => {
-            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel).arg(publish).arg("0")
+            Call::new(h, &scripts::FORCE_UNLOCK, 2).arg(&n.name).arg(&n.channel()).arg(publish).arg("0")
         }
     }
 }

@@ -91,7 +91,7 @@ impl Multi {
 
     /// True if this client already has acquires waiting on `member` (a new one queues behind them).
     fn has_local_waiters(&self, member: usize) -> bool {
-        self.members[member].one().is_ok_and(|h| h.ctx.hub.has_waiters(&h.wait_channel))
+        self.members[member].one().is_ok_and(|h| h.ctx.hub.has_waiters(&h.wait_channel()))
     }
 
     fn what(&self) -> String {
