@@ -752,7 +752,7 @@ export interface LogRecord {
 
 /** Options of `setLogger()`. */
 export interface SetLoggerOptions {
-  /** Which events: an env-filter (`'info'`, the default; `'warn'`; `'ferrolock=debug'`). */
+  /** Which events: a level or `target=level` directives (`'info'`, the default; `'warn'`; `'ferrolock=debug'`). */
   level?: string;
 }
 

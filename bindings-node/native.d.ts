@@ -354,8 +354,8 @@ export interface PermitOut {
 }
 
 /**
- * Sends core's log events at `filter` (env-filter syntax, e.g. "info" or
- * "ferrolock=debug,ferrolock::renewal=trace") or above to `logger`, from the
+ * Sends core's log events at `filter` (a level, or `target=level` directives: e.g.
+ * "info" or "ferrolock=debug,ferrolock::renewal=trace") or above to `logger`, from the
  * runtime's thread without blocking it; `null` stops that. One logger per process:
  * a call replaces the previous one.
  */

@@ -1,27 +1,19 @@
 //! Core's `tracing` events for C: to stderr when `FERROLOCK_LOG` is set (a level or
 //! `target=level` list, e.g. `info` or `ferrolock=debug`; read at the first connect),
-//! and to a callback given to `ferrolock_set_logger()`. The same scheme as the Node
-//! binding (bindings-node/src/log.rs): no subscriber is installed until one of them
-//! asks for it, so without them an event costs core one cached "disabled" check.
-//! Filters are `Targets`, not `EnvFilter` as in Node: the same directives without
-//! span and field matching, and no regex engine in libferrolock (its LTO archive
-//! is bounded by 16 MiB, test.sh and scripts/package/verify.sh).
+//! and to a callback given to `ferrolock_set_logger()`. The subscriber and the
+//! filters are core's log_bridge, as in the Node binding.
 //!
 //! The callback runs on a thread of its own ("ferrolock-log"), fed by a bounded queue:
 //! never on a thread of the program's (so it may call ferrolock, and a slow callback
 //! holds up no lock call), never on the runtime's (which it would stall).
 
 use std::ffi::{c_char, c_void, CString};
-use std::fmt::Write as _;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, OnceLock};
 
+use ferrolock::log_bridge::{self, EventText, FilterHandle};
 use ferrolock::Error;
-use tracing_subscriber::field::Visit;
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::filter::Targets;
-use tracing_subscriber::{reload, Layer, Registry};
+use tracing_subscriber::layer::{Context, Layer};
 
 use crate::ffi::{c_str, internal, invalid};
 use crate::lock::lock_ignoring_poison;
@@ -97,43 +89,22 @@ thread_local! {
 /// callback that cannot keep up must not make core's threads wait or grow memory).
 const QUEUE: usize = 4096;
 
-type CFilter = reload::Handle<Targets, Registry>;
-
 /// The reload handle of the callback layer's filter, once the subscriber is installed.
-static INSTALLED: OnceLock<Option<CFilter>> = OnceLock::new();
+static INSTALLED: OnceLock<Option<FilterHandle>> = OnceLock::new();
 /// The log thread's queue, started with the first `ferrolock_set_logger()` with a callback.
 static QUEUE_TX: OnceLock<Result<SyncSender<Record>, String>> = OnceLock::new();
 
 const ENV: &str = "FERROLOCK_LOG";
 
-/// The subscriber: stderr (when `FERROLOCK_LOG` is set) and the callback layer, whose
-/// filter stays "off" until `ferrolock_set_logger()` sets one. Installed once per
-/// process; `None` when another global subscriber was already there.
-fn install() -> &'static Option<CFilter> {
-    INSTALLED.get_or_init(|| {
-        let stderr = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| {
-            match spec.parse::<Targets>() {
-                Ok(filter) => Some(
-                    tracing_subscriber::fmt::layer()
-                        .with_writer(std::io::stderr)
-                        .with_ansi(false)
-                        .with_filter(filter),
-                ),
-                Err(e) => {
-                    eprintln!("ferrolock: {ENV}={spec:?} is not a valid filter ({e}); logging to stderr is off");
-                    None
-                }
-            }
-        });
-        let (filter, handle) = reload::Layer::new(Targets::new());
-        let subscriber = Registry::default().with(CLayer.with_filter(filter)).with(stderr);
-        subscriber.try_init().ok().map(|_| handle)
-    })
+/// The subscriber (core's log_bridge): stderr when `FERROLOCK_LOG` is set, and the
+/// callback layer, off until `ferrolock_set_logger()` sets its filter.
+fn install() -> &'static Option<FilterHandle> {
+    INSTALLED.get_or_init(|| log_bridge::install(ENV, CLayer))
 }
 
 /// At the first connect: installs the subscriber only when `FERROLOCK_LOG` asks for logs.
 pub(crate) fn init_from_env() {
-    if std::env::var_os(ENV).is_some_and(|v| !v.is_empty()) {
+    if log_bridge::env_asks(ENV) {
         install();
     }
 }
@@ -216,8 +187,8 @@ unsafe fn set_logger(callback: ferrolock_log_fn, filter: *const c_char, userdata
     let spec = if filter.is_null() { "" } else { c_str(filter, "filter")? };
     let spec = if spec.trim().is_empty() { "info" } else { spec };
     let filter = match callback {
-        None => Targets::new(),
-        Some(_) => spec.parse::<Targets>().map_err(|e| {
+        None => log_bridge::off(),
+        Some(_) => log_bridge::parse_filter(spec).map_err(|e| {
             invalid(format!(
                 "ferrolock_set_logger: filter {spec:?} is not a valid filter ({e}); give e.g. \"info\" or \"ferrolock=debug\""
             ))
@@ -243,8 +214,7 @@ impl<S: tracing::Subscriber> Layer<S> for CLayer {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let Some(Ok(tx)) = QUEUE_TX.get() else { return };
             let meta = event.metadata();
-            let mut fields = Fields::default();
-            event.record(&mut fields);
+            let text = EventText::of(event);
             let level = match *meta.level() {
                 tracing::Level::ERROR => ferrolock_log_level::FERROLOCK_LOG_ERROR,
                 tracing::Level::WARN => ferrolock_log_level::FERROLOCK_LOG_WARN,
@@ -255,8 +225,8 @@ impl<S: tracing::Subscriber> Layer<S> for CLayer {
             let record = Record {
                 level,
                 target: c_text(meta.target()),
-                message: c_text(&fields.message),
-                fields: c_text(&fields.others),
+                message: c_text(&text.message),
+                fields: c_text(&text.fields_line()),
             };
             // Never waits for the log thread: a full queue drops the event.
             let _ = tx.try_send(record);
@@ -266,34 +236,4 @@ impl<S: tracing::Subscriber> Layer<S> for CLayer {
 
 fn c_text(s: &str) -> CString {
     CString::new(s.replace('\0', "\\0")).unwrap_or_default()
-}
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    /// "key=value key=value".
-    others: String,
-}
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.put(field, value);
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.put(field, &format!("{value:?}"));
-    }
-}
-
-impl Fields {
-    fn put(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.message = value.to_string();
-        } else {
-            if !self.others.is_empty() {
-                self.others.push(' ');
-            }
-            let _ = write!(self.others, "{}={value}", field.name());
-        }
-    }
 }

@@ -9,8 +9,8 @@ const { optionKeys, optionsObject, typeOf, string } = require('./options');
 const SET_LOGGER = optionKeys('setLogger', ['level']);
 
 /**
- * Calls `logger(record)` for each of core's log events at `level` or above (an
- * env-filter: 'info' by default, 'warn', 'ferrolock=debug', ...); `null` stops it.
+ * Calls `logger(record)` for each of core's log events at `level` or above (a
+ * level or `target=level` directives: 'info' by default, 'warn', 'ferrolock=debug', ...); `null` stops it.
  * Process-wide: a later call replaces the logger. Events are queued to the event
  * loop, never waited for; the logger does not keep the process alive.
  */

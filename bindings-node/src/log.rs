@@ -1,19 +1,16 @@
-//! Core's `tracing` events for Node: to stderr when `FERROLOCK_LOG` is set (an
-//! env-filter, e.g. `info` or `ferrolock=debug`), and to a JS function given to
-//! `setLogger`. No subscriber is installed until one of them asks for it, so
-//! without them an event costs core one cached "disabled" check.
+//! Core's `tracing` events for Node: to stderr when `FERROLOCK_LOG` is set (a level
+//! or `target=level` list, e.g. `info` or `ferrolock=debug`), and to a JS function
+//! given to `setLogger`. The subscriber and the filters are core's log_bridge, as in
+//! the C binding.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use tracing_subscriber::field::Visit;
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::util::SubscriberInitExt as _;
-use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
+use ferrolock::log_bridge::{self, EventText, FilterHandle};
+use tracing_subscriber::layer::{Context, Layer};
 
 use crate::errors::{caught, invalid, Result};
 
@@ -35,49 +32,28 @@ type LogFn = ThreadsafeFunction<LogRecord, (), LogRecord, Status, false, true>;
 /// The JS logger's layer reads it on every event it lets through.
 static LOGGER: RwLock<Option<Arc<LogFn>>> = RwLock::new(None);
 
-type JsFilter = reload::Handle<EnvFilter, Registry>;
-
 /// The reload handle of the JS layer's filter, once the subscriber is installed.
-static INSTALLED: OnceLock<Option<JsFilter>> = OnceLock::new();
+static INSTALLED: OnceLock<Option<FilterHandle>> = OnceLock::new();
 /// Serializes `setLogger` calls (filter and function change together).
 static SETTING: Mutex<()> = Mutex::new(());
 
 const ENV: &str = "FERROLOCK_LOG";
 
-/// The subscriber: stderr (when `FERROLOCK_LOG` is set) and the JS layer, whose
-/// filter stays "off" until `setLogger` sets one. Installed once per process; `None`
-/// when another global subscriber was already there.
-fn install() -> &'static Option<JsFilter> {
-    INSTALLED.get_or_init(|| {
-        let stderr = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| {
-            match EnvFilter::try_new(&spec) {
-                Ok(filter) => Some(
-                    tracing_subscriber::fmt::layer()
-                        .with_writer(std::io::stderr)
-                        .with_ansi(false)
-                        .with_filter(filter),
-                ),
-                Err(e) => {
-                    eprintln!("ferrolock: {ENV}={spec:?} is not a valid filter ({e}); logging to stderr is off");
-                    None
-                }
-            }
-        });
-        let (filter, handle) = reload::Layer::new(EnvFilter::new("off"));
-        let subscriber = Registry::default().with(JsLayer.with_filter(filter)).with(stderr);
-        subscriber.try_init().ok().map(|_| handle)
-    })
+/// The subscriber (core's log_bridge): stderr when `FERROLOCK_LOG` is set, and the
+/// JS layer, off until `setLogger` sets its filter.
+fn install() -> &'static Option<FilterHandle> {
+    INSTALLED.get_or_init(|| log_bridge::install(ENV, JsLayer))
 }
 
 /// At load: installs the subscriber only when `FERROLOCK_LOG` asks for logs.
 pub(crate) fn init_from_env() {
-    if std::env::var_os(ENV).is_some_and(|v| !v.is_empty()) {
+    if log_bridge::env_asks(ENV) {
         install();
     }
 }
 
-/// Sends core's log events at `filter` (env-filter syntax, e.g. "info" or
-/// "ferrolock=debug,ferrolock::renewal=trace") or above to `logger`, from the
+/// Sends core's log events at `filter` (a level, or `target=level` directives: e.g.
+/// "info" or "ferrolock=debug,ferrolock::renewal=trace") or above to `logger`, from the
 /// runtime's thread without blocking it; `null` stops that. One logger per process:
 /// a call replaces the previous one.
 #[napi]
@@ -88,9 +64,9 @@ pub fn set_logger(
     caught(|| {
         let _one_at_a_time = SETTING.lock().unwrap_or_else(|p| p.into_inner());
         let filter = match (&logger, filter) {
-            (None, _) => EnvFilter::new("off"),
-            (Some(_), None) => EnvFilter::new("info"),
-            (Some(_), Some(spec)) => EnvFilter::try_new(&spec)
+            (None, _) => log_bridge::off(),
+            (Some(_), None) => log_bridge::parse_filter("info").map_err(invalid)?,
+            (Some(_), Some(spec)) => log_bridge::parse_filter(&spec)
                 .map_err(|e| invalid(format!("setLogger: level {spec:?} is not a valid filter ({e}); give e.g. \"info\" or \"ferrolock=debug\"")))?,
         };
         let Some(handle) = install() else {
@@ -109,43 +85,14 @@ impl<S: tracing::Subscriber> Layer<S> for JsLayer {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
         let Some(logger) = LOGGER.read().unwrap_or_else(|p| p.into_inner()).clone() else { return };
         let meta = event.metadata();
-        let mut fields = Fields::default();
-        event.record(&mut fields);
+        let text = EventText::of(event);
         let record = LogRecord {
             level: meta.level().as_str().to_string(),
             target: meta.target().to_string(),
-            message: fields.message,
-            fields: fields.others,
+            message: text.message,
+            fields: text.fields.into_iter().map(|(name, value)| (name.to_string(), value)).collect(),
         };
         // NonBlocking on an unbounded queue: never waits for the JS thread.
         logger.call(record, ThreadsafeFunctionCallMode::NonBlocking);
-    }
-}
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    others: HashMap<String, String>,
-}
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.put(field, value.to_string());
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        let mut text = String::new();
-        let _ = write!(text, "{value:?}");
-        self.put(field, text);
-    }
-}
-
-impl Fields {
-    fn put(&mut self, field: &tracing::field::Field, value: String) {
-        if field.name() == "message" {
-            self.message = value;
-        } else {
-            self.others.insert(field.name().to_string(), value);
-        }
     }
 }

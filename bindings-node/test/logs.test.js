@@ -1,5 +1,5 @@
 'use strict';
-// Core's log events: FERROLOCK_LOG=<env-filter> writes them to stderr, setLogger(fn)
+// Core's log events: FERROLOCK_LOG=<filter> writes them to stderr, setLogger(fn)
 // hands them to a function.
 
 const { test } = require('node:test');

@@ -16,7 +16,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Mutex;
@@ -24,9 +23,9 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tracing::field::{Field, Visit};
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
+use ferrolock::log_bridge::EventText;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 /// The lowest Python level forwarded (the effective level of logger "ferrolock");
@@ -72,44 +71,6 @@ fn logger_name(target: &str) -> Option<String> {
     Some(if rest.is_empty() { base.to_string() } else { format!("{base}.{}", rest.replace("::", ".")) })
 }
 
-/// The event's message, then its fields as `key=value`.
-#[derive(Default)]
-struct Text {
-    message: String,
-    fields: Vec<(&'static str, String)>,
-}
-
-impl Visit for Text {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.message.push_str(value);
-        } else {
-            self.fields.push((field.name(), value.to_string()));
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.message, "{value:?}");
-        } else {
-            self.fields.push((field.name(), format!("{value:?}")));
-        }
-    }
-}
-
-impl Text {
-    /// The message, then the fields it does not already show, as `key=value`.
-    fn into_line(self) -> String {
-        let mut line = self.message;
-        for (name, value) in self.fields {
-            if !line.contains(value.as_str()) {
-                let _ = write!(line, " {name}={value}");
-            }
-        }
-        line
-    }
-}
-
 struct Bridge;
 
 impl<S: Subscriber> Layer<S> for Bridge {
@@ -129,8 +90,7 @@ impl<S: Subscriber> Layer<S> for Bridge {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let metadata = event.metadata();
         let Some(logger) = logger_name(metadata.target()) else { return };
-        let mut text = Text::default();
-        event.record(&mut text);
+        let text = EventText::of(event);
         let record = Record {
             level: py_level(metadata.level()),
             logger,

@@ -33,7 +33,8 @@
 //!    nobody owns) and `latch` (the count-down latch); `inspect` (what a name is, told
 //!    from its keys, and the names under a prefix: for operators);
 //! 5. `client` (the only module that knows everything) and this facade; `blocking`
-//!    (how bindings that block run a call: on their own thread, doing its I/O).
+//!    (how bindings that block run a call: on their own thread, doing its I/O) and
+//!    `log_bridge` (how bindings hand core's log events to their host's logger).
 //!
 //! A newcomer's path: this file -> `client.rs` -> `lock/mod.rs` -> `waiting/mod.rs`
 //! -> `hold/state.rs` -> `lock/reentrant.rs` with `scripts/lock/*.lua` ->
@@ -48,6 +49,7 @@ mod hold;
 mod inspect;
 mod latch;
 mod lock;
+pub mod log_bridge;
 mod metrics;
 mod names;
 mod renewal;
