@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -240,6 +242,28 @@ def test_a_collected_lock_object_leaves_the_threads_that_used_it(
     finally:
         finish.set()
         alive.join(10)
+
+
+def test_exiting_with_lock_objects_kept_past_the_modules_is_quiet(url: str) -> None:
+    # A function of __main__ kept by a class of ferrolock keeps __main__'s globals
+    # (the lock objects, the module) until the modules' globals are cleared at
+    # exit: the main thread's slots (made by the acquires) then go after the
+    # module's globals did. Nothing may be reported.
+    script = (
+        "import sys, ferrolock\n"
+        "import ferrolock._lock as lock_module\n"
+        "client = ferrolock.Client(sys.argv[1])\n"
+        "held = [client.lock(f'test:exit:{i}') for i in range(3)]\n"
+        "for lock in held:\n"
+        "    assert lock.acquire(lease=30)\n"
+        "    lock.release()\n"
+        "lock_module._Holdable._test_extra = lambda self: None\n"
+        "print('done')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, url], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done"
+    assert "Exception ignored" not in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
 def _run_aio(main: Callable[[ferrolock.aio.Client], Awaitable[None]], url: str) -> None:

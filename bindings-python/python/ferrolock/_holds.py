@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from . import _native
@@ -94,12 +95,19 @@ os.register_at_fork(after_in_child=_forget_parent_holds)
 
 
 def _caller_ended(
-    kind: str, caller: str, ref: weakref.ReferenceType[Any], holder: _native.Holder, pid: int
+    kind: str,
+    caller: str,
+    ref: weakref.ReferenceType[Any],
+    holder: _native.Holder,
+    pid: int,
+    _getpid: Callable[[], int] = os.getpid,
+    _finalizing: Callable[[], bool] = sys.is_finalizing,
 ) -> None:
     """A thread or task that used ``holder`` ended: warn if it still holds (the
     hold stays, kept by the client). Not when the lock object itself is being
-    collected (with its client), in a forked child, or at interpreter exit."""
-    if pid != os.getpid() or sys.is_finalizing():
+    collected (with its client), in a forked child, or at interpreter exit (when
+    this module's globals may be gone already: the defaults keep what it needs)."""
+    if pid != _getpid() or _finalizing():
         return
     lock = ref()
     if lock is None:

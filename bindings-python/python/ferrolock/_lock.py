@@ -443,8 +443,10 @@ class _ThreadSlot(_Slot):
         self._thread = threading.current_thread().name
         self._pid = _PID
 
-    def __del__(self) -> None:
-        _caller_ended("thread", self._thread, self.dispatch.lock, self.holder, self._pid)
+    def __del__(self, _ended: Callable[..., None] = _caller_ended) -> None:
+        # Bound at definition: the main thread's table (and so its slots) goes at
+        # exit after this module's globals were cleared.
+        _ended("thread", self._thread, self.dispatch.lock, self.holder, self._pid)
 
 
 class _ThreadSlots(dict):  # type: ignore[type-arg]
