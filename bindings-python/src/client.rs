@@ -307,7 +307,7 @@ twin_methods! {
             let kind: LockKind = kind.parse().py()?;
             let id = holder_id.unwrap_or_else(|| client.new_holder_id());
             let lock = client.lock_with(name, LockOptions { holder_id: Some(id), ..LockOptions::kind(kind) }).py()?;
-            Ok(Holder::single(lock, self.shared.clone(), name.to_string(), kind, holder_id))
+            Ok(Holder::single(lock, self.shared.clone(), holder_id))
         }
 
         /// A fresh holder id, unique within this client's process (the read and write

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, ErrorKind, LockKind, LockOptions, Quorum};
+use ferrolock::{AcquireOptions, ErrorKind, LockOptions, Quorum};
 use pyo3::prelude::*;
 
 use crate::call::{twin_methods, Guarded};
@@ -12,16 +12,23 @@ use crate::client::Shared;
 use crate::errors::{seconds, PyResultExt};
 use crate::runtime::{InPython, Local};
 
-/// What a holder is, so that a forked child can make it again on its own client.
+/// What a holder is, so that a forked child can make it again on its own client
+/// (with the name and kind of the parent's handle, which it keeps).
 enum Spec {
     One {
         client: Arc<Shared>,
-        name: String,
-        kind: LockKind,
         /// The holder id the caller chose (None: a fresh one from the client).
         holder_id: Option<u64>,
     },
     Multi { members: Vec<Py<Holder>>, quorum: Quorum },
+}
+
+/// What the holder made in a forked child is given again.
+#[derive(Default)]
+struct Rebind {
+    on_lost: Option<ferrolock::LostCallback>,
+    /// The label of its notes.
+    label: Option<Box<str>>,
 }
 
 /// One holder of one lock (native part of `ferrolock.Lock` / `ferrolock.aio.Lock`).
@@ -34,24 +41,20 @@ enum Spec {
 pub(crate) struct Holder {
     bound: Mutex<Local<ferrolock::Lock>>,
     spec: Spec,
-    on_lost: Mutex<Option<ferrolock::LostCallback>>,
-    /// The label of its notes, given again to the holder made in a forked child.
-    label: Mutex<Option<String>>,
+    rebind: Mutex<Rebind>,
 }
 
 impl Holder {
-    pub(crate) fn single(
-        lock: ferrolock::Lock,
-        client: Arc<Shared>,
-        name: String,
-        kind: LockKind,
-        holder_id: Option<u64>,
-    ) -> Holder {
-        Holder::new(lock, Spec::One { client, name, kind, holder_id })
+    pub(crate) fn single(lock: ferrolock::Lock, client: Arc<Shared>, holder_id: Option<u64>) -> Holder {
+        Holder::new(lock, Spec::One { client, holder_id })
     }
 
     fn new(lock: ferrolock::Lock, spec: Spec) -> Holder {
-        Holder { bound: Mutex::new(Local::new(lock)), spec, on_lost: Mutex::new(None), label: Mutex::new(None) }
+        Holder { bound: Mutex::new(Local::new(lock)), spec, rebind: Mutex::default() }
+    }
+
+    fn rebind(&self) -> std::sync::MutexGuard<'_, Rebind> {
+        self.rebind.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn bound(&self) -> std::sync::MutexGuard<'_, Local<ferrolock::Lock>> {
@@ -80,10 +83,14 @@ impl Holder {
             return Ok(lock);
         }
         let lock = match &self.spec {
-            Spec::One { client, name, kind, holder_id } => {
+            Spec::One { client, holder_id } => {
+                let (name, kind) = {
+                    let bound = self.bound();
+                    (bound.name().to_string(), bound.kind())
+                };
                 let client = Python::attach(|py| client.client(py))?;
                 let id = holder_id.unwrap_or_else(|| client.new_holder_id());
-                client.lock_with(name, LockOptions { holder_id: Some(id), ..LockOptions::kind(*kind) }).py()?
+                client.lock_with(&name, LockOptions { holder_id: Some(id), ..LockOptions::kind(kind) }).py()?
             }
             Spec::Multi { members, quorum } => {
                 let locks = members.iter().map(|m| m.get().handle()).collect::<PyResult<Vec<_>>>()?;
@@ -94,9 +101,10 @@ impl Holder {
         if !bound.is_foreign() {
             return Ok(ferrolock::Lock::clone(&bound)); // another thread was first
         }
-        lock.set_on_lost(self.on_lost.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        let rebind = self.rebind();
+        lock.set_on_lost(rebind.on_lost.clone());
         // Accepted once already: it cannot fail.
-        let _ = lock.set_holder_label(self.label.lock().unwrap_or_else(|p| p.into_inner()).as_deref());
+        let _ = lock.set_holder_label(rebind.label.as_deref());
         *bound = Local::new(lock.clone());
         Ok(lock)
     }
@@ -255,7 +263,7 @@ twin_methods! {
                 &l[..end]
             });
             self.handle()?.set_holder_label(label).py()?;
-            *self.label.lock().unwrap_or_else(|p| p.into_inner()) = label.map(str::to_string);
+            self.rebind().label = label.map(Box::from);
             Ok(())
         }
 
@@ -327,7 +335,6 @@ twin_methods! {
         #[pyo3(signature = (callback))]
         fn set_on_lost(&self, callback: Option<Py<PyAny>>) -> PyResult<()> {
             let callback = callback.map(|cb| -> ferrolock::LostCallback {
-                let cb = Arc::new(cb);
                 Arc::new(move |event: &ferrolock::LostEvent| {
                     let _busy = InPython::enter();
                     let message = event.error.message().to_string();
@@ -340,7 +347,7 @@ twin_methods! {
                     });
                 })
             });
-            *self.on_lost.lock().unwrap_or_else(|p| p.into_inner()) = callback.clone();
+            self.rebind().on_lost = callback.clone();
             if let Some(lock) = self.here() {
                 lock.set_on_lost(callback);
             }
