@@ -327,6 +327,13 @@ def test_a_task_that_ends_while_holding_keeps_the_hold(
     assert not client2.lock(f"{name}:temp").locked()
 
 
+def _watch(lock: ferrolock.aio.Lock, task: asyncio.Task[object]) -> object:
+    """The done-callback watching ``task``'s end for ``lock`` (None: none)."""
+    slot = lock._slot_of(task)
+    assert slot is not None
+    return slot.watch
+
+
 def test_a_released_asyncio_lock_object_is_collectable(url: str, client2: ferrolock.Client, name: str) -> None:
     async def main(client: ferrolock.aio.Client) -> None:
         lock = client.lock(name)
@@ -336,12 +343,12 @@ def test_a_released_asyncio_lock_object_is_collectable(url: str, client2: ferrol
         assert await lock.acquire()
         # The task's end is watched only while it holds (no pile-up of callbacks
         # on a long-lived task that uses many lock objects).
-        assert lock._slots[task].watch is not None
+        assert _watch(lock, task) is not None
         async with lock:
             pass
-        assert lock._slots[task].watch is not None
+        assert _watch(lock, task) is not None
         await lock.release()
-        assert lock._slots[task].watch is None
+        assert _watch(lock, task) is None
         async with lock.hold(timeout=5):
             pass
         await asyncio.create_task(lock.acquire())  # another task, which ends holding ...

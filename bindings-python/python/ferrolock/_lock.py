@@ -431,7 +431,7 @@ class _LostDispatch:
 
 class _ThreadSlot(_Slot):
     """A thread's slot in a blocking lock object, kept in the thread's
-    :class:`_ThreadSlots`. Its finalisation, when the thread ends, reports a hold
+    :class:`_CallerSlots`. Its finalisation, when the thread ends, reports a hold
     the thread left behind."""
 
     __slots__ = ("_thread", "_pid")
@@ -449,14 +449,17 @@ class _ThreadSlot(_Slot):
         _ended("thread", self._thread, self.dispatch.lock, self.holder, self._pid)
 
 
-class _ThreadSlots(dict):  # type: ignore[type-arg]
-    """One thread's slots in the blocking lock objects it used, by lock object (its
-    :class:`_LockRef`, which hashes and compares as the object while it lives).
+class _CallerSlots(dict):  # type: ignore[type-arg]
+    """One caller's slots in the lock objects it used, by lock object (its
+    :class:`_LockRef`, which hashes and compares as the object while it lives):
+    a thread's in the blocking ones (:data:`_THREAD`), a task's in the asyncio
+    ones (:data:`ferrolock.aio._TASKS`).
 
-    One table per thread (:data:`_THREAD`), not a ``threading.local`` per lock
-    object (that was over half of a lock object's Python memory): the thread's
-    end drops its table and so its slots, as the per-object locals did; a lock
-    object's collection drops its slots from every table (:func:`_forget_slots`)."""
+    One table per caller, not a map of callers per lock object (a
+    ``threading.local`` or a ``WeakKeyDictionary``: over half of a lock object's
+    Python memory): the caller's end drops its table and so its slots, as those
+    maps did; a lock object's collection drops its slots from every table
+    (:func:`_forget_slots`)."""
 
     __slots__ = ("ref", "__weakref__")
 
@@ -468,15 +471,15 @@ class _ThreadSlots(dict):  # type: ignore[type-arg]
 
 class _LockRef(weakref.ReferenceType):  # type: ignore[type-arg]
     """A lock object's weak reference, which also knows the (weakly referenced)
-    :class:`_ThreadSlots` where the object has slots: none, one, or a list."""
+    :class:`_CallerSlots` where the object has slots: none, one, or a list."""
 
     __slots__ = ("tables",)
 
     def __init__(self, lock: Any, callback: Callable[[_LockRef], object]) -> None:
         super().__init__(lock, callback)  # type: ignore[call-arg]
-        self.tables: weakref.ReferenceType[_ThreadSlots] | list[weakref.ReferenceType[_ThreadSlots]] | None = None
+        self.tables: weakref.ReferenceType[_CallerSlots] | list[weakref.ReferenceType[_CallerSlots]] | None = None
 
-    def add_table(self, table: weakref.ReferenceType[_ThreadSlots]) -> None:
+    def add_table(self, table: weakref.ReferenceType[_CallerSlots]) -> None:
         """Notes that the object has a slot in ``table`` (forgetting the tables of
         threads that ended)."""
         with _LAZY:
@@ -500,7 +503,7 @@ def _forget_slots(ref: _LockRef) -> None:
 
 
 _THREAD = threading.local()
-"""Each thread's :class:`_ThreadSlots` (attribute ``slots``), made on first use."""
+"""Each thread's :class:`_CallerSlots` (attribute ``slots``), made on first use."""
 
 
 class _ThreadHeld(_Holdable, _Scoped):
@@ -512,14 +515,14 @@ class _ThreadHeld(_Holdable, _Scoped):
         pass  # the threads keep the slots (_THREAD)
 
     def _lookup(self, strict: bool) -> _Slot | None:
-        table: _ThreadSlots | None = getattr(_THREAD, "slots", None)
+        table: _CallerSlots | None = getattr(_THREAD, "slots", None)
         return None if table is None else table.get(self._ref)
 
     def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
         slot = _ThreadSlot(holder, members, self._ref)
-        table: _ThreadSlots | None = getattr(_THREAD, "slots", None)
+        table: _CallerSlots | None = getattr(_THREAD, "slots", None)
         if table is None:
-            table = _THREAD.slots = _ThreadSlots()
+            table = _THREAD.slots = _CallerSlots()
         table[self._ref] = slot
         self._ref.add_table(table.ref)
         return slot

@@ -43,12 +43,11 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from . import _errors, _native
+from . import _errors, _lock, _native
 from ._args import check_seconds
 from ._client import Synchronized, _check_hold_options, _ClientBase, _connect_options
 from ._errors import *  # every exception class: _errors.__all__
@@ -62,7 +61,7 @@ from ._family import (
     _ReadWriteLockBase,
     _SemaphoreBase,
 )
-from ._lock import LostEvent, OnLostCallback, _Holdable, _LockBase, _Slot, _wait_seconds
+from ._lock import LostEvent, OnLostCallback, _CallerSlots, _Holdable, _LockBase, _Slot, _wait_seconds
 from ._multi import _MultiLockBase, _urls
 from ._scope import _AsyncScoped
 from ._status import Inspection, LockStatus
@@ -233,9 +232,10 @@ class Client(_ClientBase, _AsyncScoped):
 
 
 class _TaskSlot(_Slot):
-    """A task's slot in an asyncio lock object, and the done-callback that reports
-    the task's end while it holds through it (registered only while it holds, so
-    a long-lived task using many lock objects does not pile callbacks up)."""
+    """A task's slot in an asyncio lock object, kept in the task's table
+    (:data:`_TASKS`), and the done-callback that reports the task's end while it
+    holds through it (registered only while it holds, so a long-lived task using
+    many lock objects does not pile callbacks up)."""
 
     __slots__ = ("watch",)
 
@@ -243,7 +243,26 @@ class _TaskSlot(_Slot):
         self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
     ) -> None:
         super().__init__(holder, members, lock)
-        self.watch: Callable[[asyncio.Task[object]], object] | None = None
+        self.watch: _TaskEnded | None = None
+
+
+class _TaskEnded:
+    """The done-callback of a task that holds: reports its end (a small object
+    rather than a closure: one per held lock)."""
+
+    __slots__ = ("lock", "holder", "pid")
+
+    def __init__(self, lock: weakref.ReferenceType[Any], holder: _native.Holder, pid: int) -> None:
+        self.lock = lock
+        self.holder = holder
+        self.pid = pid
+
+    def __call__(self, task: asyncio.Task[object]) -> None:
+        _caller_ended("task", task.get_name(), self.lock, self.holder, self.pid)
+
+
+_TASKS: weakref.WeakKeyDictionary[asyncio.Task[object], _CallerSlots] = weakref.WeakKeyDictionary()
+"""Each task's :class:`ferrolock._lock._CallerSlots`, made on its first acquire."""
 
 
 def _current_task() -> asyncio.Task[object]:
@@ -259,34 +278,38 @@ class _TaskHeld(_Holdable, _AsyncScoped):
     release, :meth:`hold` and ``async with``."""
 
     def _init_callers(self) -> None:
-        self._slots: weakref.WeakKeyDictionary[asyncio.Task[object], _TaskSlot] = weakref.WeakKeyDictionary()
+        pass  # the tasks keep the slots (_TASKS)
 
     def _lookup(self, strict: bool) -> _Slot | None:
         task = _current_task() if strict else asyncio.current_task()
-        return None if task is None else self._slots.get(task)
+        return None if task is None else self._slot_of(task)
+
+    def _slot_of(self, task: asyncio.Task[object]) -> _TaskSlot | None:
+        table = _TASKS.get(task)
+        return None if table is None else table.get(self._ref)
 
     def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
         slot = _TaskSlot(holder, members, self._ref)
-        self._slots[_current_task()] = slot
+        task = _current_task()
+        table = _TASKS.get(task)
+        if table is None:
+            table = _TASKS[task] = _CallerSlots()
+        table[self._ref] = slot
+        self._ref.add_table(table.ref)
         return slot
 
     def _watch_task(self) -> None:
         """After an acquire or release in the current task: while the task holds
         through this object, its end is reported (the hold stays)."""
         task = asyncio.current_task()
-        slot = None if task is None else self._slots.get(task)
+        slot = None if task is None else self._slot_of(task)
         if task is None or slot is None:
             return  # a shared holder (holder_id) belongs to no task
         holder = slot.holder
         holds = holder.local_hold_count() > 0
         if holds and slot.watch is None:
-            ref, pid = self._ref, os.getpid()
-
-            def ended(t: asyncio.Task[object]) -> None:
-                _caller_ended("task", t.get_name(), ref, holder, pid)
-
-            slot.watch = ended
-            task.add_done_callback(ended)
+            slot.watch = _TaskEnded(self._ref, holder, _lock._PID)
+            task.add_done_callback(slot.watch)
         elif not holds and slot.watch is not None:
             task.remove_done_callback(slot.watch)
             slot.watch = None
