@@ -275,7 +275,7 @@ impl Demo {
                 .flat_map(|&lang| std::iter::repeat_n(lang, PROCESSES_PER_LANGUAGE))
                 .map(|lang| {
                     let (url, dir, target) = (&self.url, &self.workers_dir, &target);
-                    scope.spawn(move || Worker::try_start(lang, url, 30_000, dir, target, Duration::from_secs(60)))
+                    scope.spawn(move || Worker::try_start(lang, url, 30_000, dir, target, Duration::from_secs(60), &[]))
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("worker start-up panicked".into()))).collect()

@@ -29,24 +29,14 @@ impl Worker {
     /// [`Worker::start`] with start-up settings in the environment (e.g. FERROLOCK_WORKER_APP).
     pub fn start_with_env(lang: &'static str, url: &str, watchdog_ms: u64, env: &[(&str, &str)]) -> Worker {
         let workers = crate::repo_root().join("tests").join("workers");
-        Worker::spawn(lang, url, watchdog_ms, &workers, &own_target_dir(), Duration::from_secs(60), env)
+        Worker::try_start(lang, url, watchdog_ms, &workers, &own_target_dir(), Duration::from_secs(60), env)
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Starts `<workers_dir>/run-<lang> URL WATCHDOG_MS` and waits for its `ready` line.
-    /// `target_dir` is the cargo target directory holding the built Rust and C workers.
+    /// Starts `<workers_dir>/run-<lang> URL WATCHDOG_MS` (with `env` added to its
+    /// environment) and waits for its `ready` line. `target_dir` is the cargo target
+    /// directory holding the built Rust and C workers.
     pub fn try_start(
-        lang: &'static str,
-        url: &str,
-        watchdog_ms: u64,
-        workers_dir: &Path,
-        target_dir: &Path,
-        ready_within: Duration,
-    ) -> Result<Worker, String> {
-        Worker::spawn(lang, url, watchdog_ms, workers_dir, target_dir, ready_within, &[])
-    }
-
-    fn spawn(
         lang: &'static str,
         url: &str,
         watchdog_ms: u64,
