@@ -82,6 +82,65 @@ def test_on_lost_gets_the_reason_and_sees_lost(
     wait_until(lambda: old_style == [legacy], what="the one-argument on_lost")
 
 
+def test_on_lost_answers_for_the_thread_whose_hold_was_lost(
+    client: ferrolock.Client, client2: ferrolock.Client, name: str
+) -> None:
+    # Several threads used the object (slots in several threads' tables); the one
+    # that held has ended since, leaving its hold: on_lost still answers for it,
+    # and the event that thread handed out is set.
+    seen: list[tuple[bool, bool, str | None]] = []
+    done = threading.Event()
+
+    def on_lost(lock: ferrolock.Lock, reason: str) -> None:
+        seen.append((lock.lost, lock.lost_event.is_set(), lock.lost_event.reason))
+        done.set()
+
+    lock = client.lock(name, on_lost=on_lost)
+    assert lock.acquire(blocking=False)
+    lock.release()  # this thread's slot first
+    events: list[ferrolock.LostEvent] = []
+
+    def hold() -> None:
+        assert lock.acquire(blocking=False)
+        events.append(lock.lost_event)
+
+    t = threading.Thread(target=hold, name="held-and-ended")
+    t.start()
+    t.join(10)
+    assert events
+    assert client2.lock(name).force_unlock()
+    assert events[0].wait(WATCHDOG * 3)
+    assert events[0].reason is not None and "owner field gone" in events[0].reason
+    assert done.wait(WATCHDOG * 3)
+    # The ended thread's slot went with it: the callback sees no slot of its own
+    # (lock.lost answers for the calling thread, which holds nothing).
+    assert seen == [(False, False, None)]
+    assert not lock.lost  # this thread's own hold was never lost
+
+    other = client.lock(name + ":live", on_lost=on_lost)
+    assert other.acquire(blocking=False)
+    other.release()
+    ready, finish = threading.Event(), threading.Event()
+
+    def hold_on() -> None:
+        assert other.acquire(blocking=False)
+        ready.set()
+        finish.wait(30)
+
+    t = threading.Thread(target=hold_on, name="still-holding")
+    t.start()
+    try:
+        assert ready.wait(10)
+        done.clear()
+        assert client2.lock(name + ":live").force_unlock()
+        assert done.wait(WATCHDOG * 3)
+        # The holding thread is alive: its slot is found, and the callback sees it lost.
+        assert seen[1][0] and seen[1][1] and seen[1][2] is not None
+    finally:
+        finish.set()
+        t.join(10)
+
+
 def test_asyncio_wait_lost(url: str, name: str) -> None:
     async def main() -> None:
         async with await ferrolock.aio.Client.connect(url, watchdog_timeout=WATCHDOG) as client, \

@@ -208,14 +208,12 @@ class _Slot:
     as last given to the core (an acquire calls into the core only when it changed).
     ``dispatch``: its holder's on-lost hook, which keeps its :class:`LostEvent`."""
 
-    __slots__ = ("holder", "members", "dispatch", "label", "__weakref__")
+    __slots__ = ("holder", "members", "dispatch", "label")
 
-    def __init__(
-        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
-    ) -> None:
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder], lock: _LockRef) -> None:
         self.holder = holder
         self.members = tuple(members)
-        self.dispatch = _LostDispatch(lock, self)
+        self.dispatch = _LostDispatch(lock)
         self.label: str | None = None
         holder.set_on_lost(self.dispatch)
 
@@ -385,17 +383,17 @@ class _LostDispatch:
     and calls the lock's ``on_lost`` (with ``lock.lost`` answering for the slot).
     The core logs the loss itself (a warning on a ``"ferrolock.*"`` logger).
 
-    Holds the lock object and the slot only weakly, so that neither is kept alive
-    by its own holder (while it holds, its clients keep the lock object alive).
-    Keeps the slot's event (made when first asked for, or at a loss), which
-    outlives the slot when a thread ends while it holds: whoever waits on it still
-    learns of the loss. A small object rather than a closure: one per held lock."""
+    Holds the lock object only weakly, so that it is not kept alive by its own
+    holder (while it holds, its clients keep the lock object alive), and finds the
+    slot through it (:meth:`_slot`). Keeps the slot's event (made when first asked
+    for, or at a loss), which outlives the slot when a thread ends while it holds:
+    whoever waits on it still learns of the loss. A small object rather than a
+    closure, and no reference to the slot: one of these per held lock."""
 
-    __slots__ = ("lock", "slot", "event")
+    __slots__ = ("lock", "event")
 
-    def __init__(self, lock: weakref.ReferenceType[Any], slot: _Slot) -> None:
+    def __init__(self, lock: _LockRef) -> None:
         self.lock = lock
-        self.slot = weakref.ref(slot)
         self.event: LostEvent | None = None
 
     def lost_event(self) -> LostEvent:
@@ -408,14 +406,29 @@ class _LostDispatch:
                     event = self.event = LostEvent()
         return event
 
+    def _slot(self, lock: _Holdable) -> _Slot | None:
+        """The slot this is the hook of, if it is still there: the shared one, or
+        one in the tables of the callers that used ``lock`` (it is rarely more than
+        one: this runs only at a loss)."""
+        shared = lock._shared
+        if shared is not None and shared.dispatch is self:
+            return shared
+        tables = self.lock.tables
+        for table_ref in tables if isinstance(tables, list) else () if tables is None else (tables,):
+            table = table_ref()
+            slot = None if table is None else table.get(self.lock)
+            if slot is not None and slot.dispatch is self:
+                return slot
+        return None
+
     def __call__(self, message: str, reason: str) -> None:
-        lost = self.slot()
+        lock = self.lock()
+        lost = None if lock is None else self._slot(lock)
         # The caller may have started a new hold before this (delayed) report of
         # the old one: the event belongs to the current hold.
         if lost is None or lost.holder.lost:
             if lost is not None or self.event is not None:
                 self.lost_event()._fire(reason)
-        lock = self.lock()
         if lock is None:
             return
         try:
@@ -436,9 +449,7 @@ class _ThreadSlot(_Slot):
 
     __slots__ = ("_thread", "_pid")
 
-    def __init__(
-        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
-    ) -> None:
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder], lock: _LockRef) -> None:
         super().__init__(holder, members, lock)
         self._thread = threading.current_thread().name
         self._pid = _PID
@@ -449,7 +460,7 @@ class _ThreadSlot(_Slot):
         _ended("thread", self._thread, self.dispatch.lock, self.holder, self._pid)
 
 
-class _CallerSlots(dict):  # type: ignore[type-arg]
+class _CallerSlots(dict["_LockRef", "_Slot"]):
     """One caller's slots in the lock objects it used, by lock object (its
     :class:`_LockRef`, which hashes and compares as the object while it lives):
     a thread's in the blocking ones (:data:`_THREAD`), a task's in the asyncio

@@ -61,7 +61,7 @@ from ._family import (
     _ReadWriteLockBase,
     _SemaphoreBase,
 )
-from ._lock import LostEvent, OnLostCallback, _CallerSlots, _Holdable, _LockBase, _Slot, _wait_seconds
+from ._lock import LostEvent, OnLostCallback, _CallerSlots, _Holdable, _LockBase, _LockRef, _Slot, _wait_seconds
 from ._multi import _MultiLockBase, _urls
 from ._scope import _AsyncScoped
 from ._status import Inspection, LockStatus
@@ -239,9 +239,7 @@ class _TaskSlot(_Slot):
 
     __slots__ = ("watch",)
 
-    def __init__(
-        self, holder: _native.Holder, members: Sequence[_native.Holder], lock: weakref.ReferenceType[Any]
-    ) -> None:
+    def __init__(self, holder: _native.Holder, members: Sequence[_native.Holder], lock: _LockRef) -> None:
         super().__init__(holder, members, lock)
         self.watch: _TaskEnded | None = None
 
@@ -286,7 +284,8 @@ class _TaskHeld(_Holdable, _AsyncScoped):
 
     def _slot_of(self, task: asyncio.Task[object]) -> _TaskSlot | None:
         table = _TASKS.get(task)
-        return None if table is None else table.get(self._ref)
+        slot = None if table is None else table.get(self._ref)
+        return slot if isinstance(slot, _TaskSlot) else None
 
     def _remember(self, holder: _native.Holder, members: Sequence[_native.Holder]) -> _Slot:
         slot = _TaskSlot(holder, members, self._ref)
