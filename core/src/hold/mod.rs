@@ -6,7 +6,7 @@
 pub(crate) mod pending;
 pub(crate) mod state;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::watch;
@@ -37,7 +37,74 @@ pub struct LostEvent {
 pub struct Hold {
     pub(crate) token: Option<u64>,
     pub(crate) count: u32,
-    pub(crate) lost: watch::Receiver<Option<Error>>,
+    pub(crate) lost: Lost,
+}
+
+/// Where a hold's loss shows: a single lock's [`LostSignal`], or a multi-lock's watch channel.
+#[derive(Debug, Clone)]
+pub(crate) enum Lost {
+    Signal(Arc<LostSignal>),
+    Watch(watch::Receiver<Option<Error>>),
+}
+
+impl From<watch::Receiver<Option<Error>>> for Lost {
+    fn from(rx: watch::Receiver<Option<Error>>) -> Lost {
+        Lost::Watch(rx)
+    }
+}
+
+/// The loss signal of one hold of a single lock: the error once lost, and a watch
+/// channel made only when someone asks for one. A channel is about 400 bytes and
+/// most holds never need it (issue 30: memory per hold).
+#[derive(Debug, Default)]
+pub(crate) struct LostSignal(Mutex<LostState>);
+
+#[derive(Debug, Default)]
+struct LostState {
+    error: Option<Error>,
+    watch: Option<watch::Sender<Option<Error>>>,
+}
+
+impl LostSignal {
+    pub fn error(&self) -> Option<Error> {
+        self.0.lock().unwrap().error.clone()
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.lock().unwrap().error.is_some()
+    }
+
+    /// Marks the hold lost (once: the holder's generation check keeps it so).
+    pub fn set(&self, error: Error) {
+        let mut st = self.0.lock().unwrap();
+        if let Some(tx) = &st.watch {
+            tx.send_replace(Some(error.clone()));
+        }
+        st.error = Some(error);
+    }
+
+    /// True if a hold of it, or a receiver, may still tell it from a new one.
+    pub fn is_heard(self: &Arc<Self>) -> bool {
+        let st = self.0.lock().unwrap();
+        Arc::strong_count(self) > 1 || st.error.is_some() || st.watch.is_some()
+    }
+
+    /// Its hold is over and a new one takes another signal: its receivers see the
+    /// channel close (as a watcher of a multi-lock's members expects).
+    pub fn retire(&self) {
+        self.0.lock().unwrap().watch = None;
+    }
+
+    /// A receiver that turns `Some(error)` when the hold is lost (already, if it is).
+    pub fn watch(&self) -> watch::Receiver<Option<Error>> {
+        let mut st = self.0.lock().unwrap();
+        if let Some(tx) = &st.watch {
+            return tx.subscribe();
+        }
+        let (tx, rx) = watch::channel(st.error.clone());
+        st.watch = Some(tx);
+        rx
+    }
 }
 
 impl Hold {
@@ -53,18 +120,34 @@ impl Hold {
 
     /// True once the hold has been lost.
     pub fn is_lost(&self) -> bool {
-        self.lost.borrow().is_some()
+        match &self.lost {
+            Lost::Signal(signal) => signal.is_set(),
+            Lost::Watch(rx) => rx.borrow().is_some(),
+        }
     }
 
     /// The `LockLost` error, if the hold has been lost.
     pub fn lost_error(&self) -> Option<Error> {
-        self.lost.borrow().clone()
+        match &self.lost {
+            Lost::Signal(signal) => signal.error(),
+            Lost::Watch(rx) => rx.borrow().clone(),
+        }
+    }
+
+    /// True if `other` is an acquisition of the same hold as this one (re-entries of
+    /// a hold share it; a new hold after a release or a loss is another).
+    pub fn same_hold(&self, other: &Hold) -> bool {
+        match (&self.lost, &other.lost) {
+            (Lost::Signal(a), Lost::Signal(b)) => Arc::ptr_eq(a, b),
+            (Lost::Watch(a), Lost::Watch(b)) => a.same_channel(b),
+            _ => false,
+        }
     }
 
     /// Resolves with the `LockLost` error when the hold is lost; never resolves
     /// for a hold that ends by release.
     pub async fn lost(&self) -> Error {
-        let mut rx = self.lost.clone();
+        let mut rx = self.lost_watch();
         let result = rx.wait_for(Option::is_some).await.map(|v| v.clone());
         match result {
             Ok(Some(err)) => err,
@@ -74,7 +157,10 @@ impl Hold {
 
     /// A watch channel that turns `Some(error)` when the hold is lost (for bindings).
     pub fn lost_watch(&self) -> watch::Receiver<Option<Error>> {
-        self.lost.clone()
+        match &self.lost {
+            Lost::Signal(signal) => signal.watch(),
+            Lost::Watch(rx) => rx.clone(),
+        }
     }
 }
 

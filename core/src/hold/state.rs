@@ -12,9 +12,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
 
-use super::{Hold, LostCallback, LostEvent};
+use super::{Hold, Lost, LostCallback, LostEvent, LostSignal};
 use crate::ctx::Ctx;
 use crate::error::{Error, ErrorKind};
 
@@ -32,7 +31,7 @@ pub(crate) struct HoldState {
     pub since: Instant,
     /// Local monotonic deadline (see the module comment).
     pub deadline: Instant,
-    lost: watch::Sender<Option<Error>>,
+    lost: Arc<LostSignal>,
     /// Set when the current hold was lost; cleared by the next first acquisition.
     pub lost_error: Option<Error>,
     /// Releases still to be answered with `LockLost` (the levels held when lost).
@@ -97,7 +96,7 @@ impl HoldCell {
             taken_lease_ms: 0,
             since: now,
             deadline: now,
-            lost: watch::channel(None).0,
+            lost: Arc::default(),
             lost_error: None,
             lost_levels: 0,
             releasing: false,
@@ -112,7 +111,7 @@ impl HoldCell {
     /// The current hold, if held (local view).
     pub fn current_hold(&self) -> Option<Hold> {
         let st = self.state.lock().unwrap();
-        (st.count > 0).then(|| Hold { token: st.token, count: st.count, lost: st.lost.subscribe() })
+        (st.count > 0).then(|| Hold { token: st.token, count: st.count, lost: Lost::Signal(st.lost.clone()) })
     }
 
     /// Applies an acquisition. Returns the hold, whether it is a new one (the caller
@@ -134,10 +133,11 @@ impl HoldCell {
             st.generation += 1;
             st.since = Instant::now();
             st.watchdog = lease_ms.is_none();
-            // A new loss signal, unless nobody can tell it from the old one: replacing
-            // it wakes the old one's waiters (a mutex per slot), on every lock cycle.
-            if st.lost.receiver_count() > 0 || st.lost.borrow().is_some() {
-                st.lost = watch::channel(None).0;
+            // A new loss signal, unless nobody can tell it from the old one (no hold
+            // or receiver of it is left): an allocation less per lock cycle.
+            if st.lost.is_heard() {
+                st.lost.retire();
+                st.lost = Arc::default();
             }
             st.lost_error = None;
             st.lost_levels = 0;
@@ -148,7 +148,7 @@ impl HoldCell {
         } else if lease_ms.is_none() {
             st.watchdog = true;
         }
-        (Hold { token, count: st.count, lost: st.lost.subscribe() }, fresh, st.deadline)
+        (Hold { token, count: st.count, lost: Lost::Signal(st.lost.clone()) }, fresh, st.deadline)
     }
 
     /// The current hold's generation and the lease its latest acquisition asked for,
@@ -237,7 +237,7 @@ impl HoldCell {
             }
             st.lost_levels = st.count;
             st.lost_error = Some(error.clone());
-            st.lost.send_replace(Some(error.clone()));
+            st.lost.set(error.clone());
             self.finish(&mut st);
         }
         self.ctx.transport.metrics.lost();

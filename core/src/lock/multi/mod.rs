@@ -109,7 +109,7 @@ impl Multi {
     pub fn current_hold(&self) -> Option<Hold> {
         let st = self.state.lock().unwrap();
         let lost = st.lost.as_ref()?.subscribe();
-        (!st.levels.is_empty()).then(|| Hold { token: None, count: st.levels.len() as u32, lost })
+        (!st.levels.is_empty()).then(|| Hold { token: None, count: st.levels.len() as u32, lost: lost.into() })
     }
 
     pub fn lost_error(&self) -> Option<Error> {
@@ -144,7 +144,7 @@ impl Multi {
             runtime.spawn(watch_members(Arc::downgrade(self), st.generation, watches));
         }
         let lost = st.lost.as_ref().expect("set above").subscribe();
-        Hold { token: None, count: st.levels.len() as u32, lost }
+        Hold { token: None, count: st.levels.len() as u32, lost: lost.into() }
     }
 
     /// Marks hold `generation` lost (once) and tells the callback.
