@@ -96,6 +96,70 @@ async fn grants_follow_arrival_across_eight_clients() {
     first.shutdown().await.unwrap();
 }
 
+/// A take moves everyone still in line up a turn (their timeouts by the wait time,
+/// as Redisson's acquire does), once: the shift follows the take's reply (fair_shift.lua).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_moves_the_line_up_a_turn_once() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let first = client(&server.url(), 3000).await;
+    let guard = first.fair_lock("f").unwrap().acquire().await.unwrap();
+    let (mut clients, mut owners, mut tasks, mut go) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..3 {
+        let c = client(&server.url(), 3000).await;
+        let lock = c.fair_lock("f").unwrap();
+        owners.push(lock.owner().to_string());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        go.push(tx);
+        tasks.push(tokio::spawn(async move {
+            let guard = lock.acquire().await.unwrap();
+            let _ = rx.await;
+            guard.release().await.unwrap();
+        }));
+        queue_len_is(&raw, i + 1).await;
+        clients.push(c);
+    }
+    let mut before = Vec::new();
+    for owner in &owners {
+        before.push(raw.zscore::<_, _, f64>(TIMEOUTS, owner).await.unwrap());
+    }
+    assert!(before[0] < before[1] && before[1] < before[2], "each a turn behind the one before: {before:?}");
+    guard.release().await.unwrap();
+    queue_len_is(&raw, 2).await;
+    let expected = [before[1] - 300_000.0, before[2] - 300_000.0];
+    eventually(Duration::from_secs(10), "the two left in line moved up a turn", || {
+        let (mut raw, owners) = (raw.clone(), owners.clone());
+        async move {
+            let second: Option<f64> = raw.zscore(TIMEOUTS, &owners[1]).await.unwrap();
+            let third: Option<f64> = raw.zscore(TIMEOUTS, &owners[2]).await.unwrap();
+            [second, third] == [Some(expected[0]), Some(expected[1])]
+        }
+    })
+    .await;
+    assert_eq!(raw.hget::<_, _, u32>("f", &owners[0]).await.unwrap(), 1);
+    assert_eq!(queue(&mut raw).await, owners[1..].to_vec());
+    // Once: the next take (the second waiter's) moves the last one up one more turn only.
+    go.remove(0).send(()).unwrap();
+    queue_len_is(&raw, 1).await;
+    eventually(Duration::from_secs(10), "the last one moved up one more turn", || {
+        let (mut raw, owner) = (raw.clone(), owners[2].clone());
+        async move { raw.zscore::<_, _, Option<f64>>(TIMEOUTS, &owner).await.unwrap() == Some(expected[1] - 300_000.0) }
+    })
+    .await;
+    assert_eq!(raw.hget::<_, _, u32>("f", &owners[1]).await.unwrap(), 1);
+    for tx in go {
+        tx.send(()).unwrap();
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(30), t).await.expect("every waiter got its turn").unwrap();
+    }
+    assert_eq!(raw.zcard::<_, u64>(TIMEOUTS).await.unwrap(), 0);
+    for c in clients {
+        c.shutdown().await.unwrap();
+    }
+    first.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiters_that_give_up_or_die_leave_the_line() {
     let server = RedisServer::start();

@@ -147,6 +147,12 @@ pub(crate) fn leave_queue(h: &Holder) -> Option<Call> {
     })
 }
 
+/// After a fair take that left waiters (`head` first), moving them up a turn (fair_shift.lua).
+pub(crate) fn fair_shift(h: &Holder, head: &[u8]) -> Call {
+    let n = &h.names;
+    Call::new(h, &scripts::FAIR_SHIFT, 2).arg(n.queue()).arg(n.queue_timeouts()).arg(head).num(h.fair_wait_ms)
+}
+
 /// Deleting the lock whoever holds it, waking who waits for it.
 pub(crate) fn force_unlock(h: &Holder) -> Call {
     let n = &h.names;

@@ -41,6 +41,7 @@ scripts! {
     FAIR_ACQUIRE = "lock/fair_acquire.lua";
     FAIR_RELEASE = "lock/fair_release.lua";
     FAIR_LEAVE = "lock/fair_leave.lua";
+    FAIR_SHIFT = "lock/fair_shift.lua";
     READ_ACQUIRE = "lock/read_acquire.lua";
     READ_RELEASE = "lock/read_release.lua";
     READ_RENEW = "lock/read_renew.lua";

@@ -5,7 +5,8 @@
 -- the lock's TTL) plus the wait time, which is when it counts as dead.
 -- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout zset;
 -- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] waiter timeout (threadWaitTime) in ms.
--- Reply: {1, hold count, 0} acquired; {0, ms to wait at most before trying again}.
+-- Reply: {1, hold count, 0} acquired ({1, 1, 0, head}: taken with waiters left, whose
+-- timeouts fair_shift.lua moves up a turn next); {0, ms to wait at most before trying again}.
 redis.replicate_commands()
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -25,13 +26,18 @@ if redis.call('exists', KEYS[1]) == 0
     and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], ARGV[2])
-  -- Everyone behind moves up a turn.
-  local waiting = redis.call('zrange', KEYS[3], 0, -1)
-  for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiting[i])
-  end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  -- Everyone behind moves up a turn, but not here: Redisson's acquire rewrites every
+  -- waiter's timeout inside the take (a ZINCRBY each, whose replies format a double:
+  -- with 63 waiters most of the time a hand-off spends on the server), which delays
+  -- the new holder's reply. The taker sends fair_shift.lua right after the reply
+  -- instead; until it lands the timeouts are a turn late, which only lets a dead
+  -- waiter keep its place a little longer.
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head then
+    return {1, 1, 0, head}
+  end
   return {1, 1, 0}
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
