@@ -28,7 +28,9 @@ under contention (efficiency >= 0.85). ``BENCH_ONLY=redlock`` runs that section 
 
 Last, memory per hold: this process's RSS before and after taking ``BENCH_HOLDS``
 (default 20000) locks on distinct names on one client with an explicit lease (no
-renewal), divided by that count, against issue 30's target (<= 2 KB).
+renewal), divided by that count, against issue 30's target (<= 2 KB); then the
+Python objects' share of each part (tracemalloc, the same again on a new client
+and thread): the rest is native (the core's handle and hold, the binding's).
 ``BENCH_ONLY=memory`` runs that section alone.
 """
 
@@ -44,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -293,6 +296,36 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def python_heap(url: str, n: int) -> tuple[float, float]:
+    """Python heap per lock object and per hold (tracemalloc): ``n`` holds on new
+    names, on a new client, in a new thread (whose tables start empty as the
+    first run's did)."""
+    sizes: list[int] = []
+
+    def run() -> None:
+        client = ferrolock.Client(url)
+        warm = client.lock("bench:mem:py:warm")
+        warm.acquire(lease=600)
+        warm.release()
+        tracemalloc.start()
+        try:
+            sizes.append(tracemalloc.get_traced_memory()[0])
+            held = [client.lock(f"bench:mem:py:{i}") for i in range(n)]
+            sizes.append(tracemalloc.get_traced_memory()[0])
+            for lock in held:
+                lock.acquire(lease=600)
+            sizes.append(tracemalloc.get_traced_memory()[0])
+        finally:
+            tracemalloc.stop()
+            client.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    start, made, taken = sizes
+    return (made - start) / n, (taken - made) / n
+
+
 def memory_section(n: int = HOLDS) -> None:
     """RSS per held lock: Lock objects, their native state and the client's hold registry."""
     proc, port, tmp = start_redis()
@@ -313,6 +346,8 @@ def memory_section(n: int = HOLDS) -> None:
         print(f"  per hold {per_hold:.0f} B (target <= 2 KB: {'met' if per_hold <= 2048 else 'NOT met'})")
         print(f"  of which the Lock object {(handles - before) / n:.0f} B, the hold on top {(after - handles) / n:.0f} B")
         client.close()
+        objects, holds = python_heap(f"redis://127.0.0.1:{port}/0", n)
+        print(f"  Python objects (tracemalloc, again): Lock object {objects:.0f} B, hold {holds:.0f} B")
     finally:
         proc.kill()
         proc.wait()
