@@ -164,6 +164,7 @@ class Hold {
 }
 
 const QUORUMS = ['majority', 'all'];
+const NO_MEMBERS = Object.freeze([]);
 
 class Lock extends EventEmitter {
   #native;
@@ -185,7 +186,7 @@ class Lock extends EventEmitter {
     this.#handle = nativeLock.handle();
     this.#held = held;
     this.#home = home;
-    this.#members = Object.freeze([...members]);
+    this.#members = members.length === 0 ? NO_MEMBERS : Object.freeze([...members]); // one array for every single lock
     this.#state = new HoldState(null);
     if (label !== undefined) this.#relabel(label);
   }

@@ -223,7 +223,7 @@ impl NativeClient {
     }
 
     fn wrap(&self, lock: ferrolock::Lock) -> NativeLock {
-        NativeLock::new(lock, next_lock_id(), vec![self.shared.clone()])
+        NativeLock::new(lock, next_lock_id(), self.shared.clone(), Vec::new())
     }
 }
 

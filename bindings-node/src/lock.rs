@@ -10,7 +10,6 @@ use ferrolock::{AcquireOptions, Quorum, Released};
 use napi::bindgen_prelude::{BigInt, ClassInstance, Either, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
-use tokio::sync::watch;
 
 use crate::cancel::{unless_aborted, Abort};
 use crate::client::Shared;
@@ -121,25 +120,30 @@ fn lease_ms(left: Option<Duration>) -> Option<f64> {
 #[derive(Default)]
 struct Holds {
     seq: u32,
-    /// The lost signal of the current hold, to tell a re-entry from a new hold.
-    current: Option<watch::Receiver<Option<ferrolock::Error>>>,
+    /// The current hold, to tell a re-entry from a new hold (and whether it was lost).
+    current: Option<ferrolock::Hold>,
 }
 
-/// The core handle and its hold numbering, shared with the calls in flight.
+/// The core handle, its hold numbering and who tells its losses, shared with the
+/// calls in flight and (weakly) with the lost callback. One allocation per lock: a
+/// process may keep many (issue 30: memory per hold).
 pub(crate) struct Handle {
     lock: ferrolock::Lock,
-    /// Also held by the lost callback (which must not hold `lock`: that would be a cycle).
-    holds: Arc<Mutex<Holds>>,
+    holds: Mutex<Holds>,
+    id: u32,
+    /// The clients that can tell this handle's losses: its own (a single lock), or
+    /// its members' without repeats (a multi-lock): `first`, then `others`.
+    first: Arc<Shared>,
+    others: Vec<Arc<Shared>>,
 }
 
 impl Handle {
     /// Numbers the hold: a re-entry keeps the number of the hold it enters.
     fn track(&self, hold: &ferrolock::Hold) -> u32 {
-        let lost = hold.lost_watch();
         let mut holds = self.holds.lock().unwrap();
-        if !holds.current.as_ref().is_some_and(|c| c.same_channel(&lost)) {
+        if !holds.current.as_ref().is_some_and(|c| c.same_hold(hold)) {
             holds.seq = holds.seq.wrapping_add(1);
-            holds.current = Some(lost);
+            holds.current = Some(hold.clone());
         }
         holds.seq
     }
@@ -151,41 +155,48 @@ impl Handle {
         }
         let mut holds = self.holds.lock().unwrap();
         // A hold that ended lost stays current until its 'lost' event is out.
-        if holds.current.as_ref().is_some_and(|c| c.borrow().is_none()) {
+        if holds.current.as_ref().is_some_and(|c| !c.is_lost()) {
             holds.current = None;
         }
+    }
+
+    fn shared(&self) -> impl Iterator<Item = &Arc<Shared>> {
+        std::iter::once(&self.first).chain(&self.others)
+    }
+
+    /// Told by core (from a background thread) when a hold of this handle is lost.
+    fn lost(&self, event: &ferrolock::LostEvent) {
+        let seq = {
+            let holds = self.holds.lock().unwrap();
+            // Only the current hold matters: the JS layer ignores holds already over.
+            match &holds.current {
+                Some(current) if current.is_lost() => holds.seq,
+                _ => return,
+            }
+        };
+        let _ = self.shared().any(|s| s.tell_lost(self.id, seq, event));
     }
 }
 
 #[napi]
 pub struct NativeLock {
     handle: Arc<Handle>,
-    id: u32,
-    /// The clients that can tell this handle's losses: its own (a single lock), or
-    /// its members' without repeats (a multi-lock).
-    shared: Vec<Arc<Shared>>,
 }
 
 impl NativeLock {
     /// Wraps a new core handle whose losses are told as lock `id` to the lost
-    /// handler of the first client in `shared` that is still open.
-    pub(crate) fn new(lock: ferrolock::Lock, id: u32, shared: Vec<Arc<Shared>>) -> NativeLock {
-        let holds = Arc::new(Mutex::new(Holds::default()));
-        let tracked = holds.clone();
-        let tellers = shared.clone();
-        // Told by core (from a background thread) when a hold of this handle is lost.
-        lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
-            let seq = {
-                let holds = tracked.lock().unwrap();
-                // Only the current hold matters: the JS layer ignores holds already over.
-                match &holds.current {
-                    Some(current) if current.borrow().is_some() => holds.seq,
-                    _ => return,
-                }
-            };
-            let _ = tellers.iter().any(|s| s.tell_lost(id, seq, event));
+    /// handler of the first client in `shared` (not empty) that is still open.
+    pub(crate) fn new(lock: ferrolock::Lock, id: u32, first: Arc<Shared>, others: Vec<Arc<Shared>>) -> NativeLock {
+        let handle = Arc::new(Handle { lock, holds: Mutex::default(), id, first, others });
+        // Weak: core keeps the callback with the hold, which must not keep the handle
+        // (a cycle); once the handle is gone no JS lock object is left to tell.
+        let weak = Arc::downgrade(&handle);
+        handle.lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
+            if let Some(handle) = weak.upgrade() {
+                handle.lost(event);
+            }
         })));
-        NativeLock { handle: Arc::new(Handle { lock, holds }), id, shared }
+        NativeLock { handle }
     }
 
     /// Runs `f` on the runtime with the handle; the promise settles with its result.
@@ -202,7 +213,7 @@ impl NativeLock {
 impl NativeLock {
     #[napi(getter)]
     pub fn id(&self) -> u32 {
-        self.id
+        self.handle.id
     }
 
     #[napi(getter)]
@@ -395,13 +406,14 @@ pub fn multi_lock<'env>(
         };
         let mut shared: Vec<Arc<Shared>> = Vec::new();
         for member in &members {
-            for s in &member.shared {
+            for s in member.handle.shared() {
                 if !shared.iter().any(|known| Arc::ptr_eq(known, s)) {
                     shared.push(s.clone());
                 }
             }
         }
         let lock = ferrolock::Lock::multi(members.iter().map(|m| m.handle.lock.clone()).collect(), quorum).js()?;
-        Ok(NativeLock::new(lock, next_lock_id(), shared))
+        let (first, others) = (shared.remove(0), shared);
+        Ok(NativeLock::new(lock, next_lock_id(), first, others))
     })
 }
