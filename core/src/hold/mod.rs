@@ -63,6 +63,22 @@ pub(crate) struct LostSignal(Mutex<LostState>);
 struct LostState {
     error: Option<Error>,
     watch: Option<watch::Sender<Option<Error>>>,
+    /// Run once when the hold is lost (a multi-lock over it checks its quorum then).
+    hooks: Option<Box<Hooks>>,
+}
+
+/// What runs when a hold is lost: a push, so that nothing waits on every hold (a
+/// multi-lock's task per hold cost its cycle two wake-ups of a runtime thread).
+/// Runs under the holder's lock: a hook must only hand the work on (spawn it).
+pub(crate) type LossHook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Hooks(Vec<LossHook>);
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} loss hook(s)", self.0.len())
+    }
 }
 
 impl LostSignal {
@@ -81,18 +97,35 @@ impl LostSignal {
             tx.send_replace(Some(error.clone()));
         }
         st.error = Some(error);
+        let hooks = st.hooks.take();
+        drop(st);
+        for hook in hooks.into_iter().flat_map(|h| h.0) {
+            hook();
+        }
+    }
+
+    /// Runs `hook` once the hold is lost (at once if it is already).
+    pub fn on_lost(&self, hook: LossHook) {
+        let mut st = self.0.lock().unwrap();
+        if st.error.is_some() {
+            drop(st);
+            return hook();
+        }
+        st.hooks.get_or_insert_with(Default::default).0.push(hook);
     }
 
     /// True if a hold of it, or a receiver, may still tell it from a new one.
     pub fn is_heard(self: &Arc<Self>) -> bool {
         let st = self.0.lock().unwrap();
-        Arc::strong_count(self) > 1 || st.error.is_some() || st.watch.is_some()
+        Arc::strong_count(self) > 1 || st.error.is_some() || st.watch.is_some() || st.hooks.is_some()
     }
 
     /// Its hold is over and a new one takes another signal: its receivers see the
-    /// channel close (as a watcher of a multi-lock's members expects).
+    /// channel close, and its hooks (a hold's that is over) go.
     pub fn retire(&self) {
-        self.0.lock().unwrap().watch = None;
+        let mut st = self.0.lock().unwrap();
+        st.watch = None;
+        st.hooks = None;
     }
 
     /// A receiver that turns `Some(error)` when the hold is lost (already, if it is).
@@ -152,6 +185,13 @@ impl Hold {
         match result {
             Ok(Some(err)) => err,
             _ => std::future::pending().await,
+        }
+    }
+
+    /// Runs `hook` once this hold is lost (a single lock's: a multi-lock's never runs it).
+    pub(crate) fn on_lost(&self, hook: LossHook) {
+        if let Lost::Signal(signal) = &self.lost {
+            signal.on_lost(hook);
         }
     }
 
