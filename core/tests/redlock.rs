@@ -302,3 +302,56 @@ async fn a_member_client_shutting_down_counts_against_the_quorum() {
     let error = guard.lock().lost_error().unwrap();
     assert!(error.message().contains("client shut down"), "{}", error.message());
 }
+
+/// Nothing waits per hold of a multi-lock: many holds leave no tasks behind,
+/// and a loss in a later hold is still told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losses_are_watched_across_holds_with_no_task_per_hold() {
+    let masters = servers(3);
+    let clients = clients_for(&urls(&masters), 1_500).await;
+    let lock = redlock(&clients, "rl:watched");
+    let told = Arc::new(Mutex::new(0));
+    let sink = told.clone();
+    lock.set_on_lost(Some(Arc::new(move |_: &ferrolock::LostEvent| *sink.lock().unwrap() += 1)));
+    lock.acquire().await.unwrap().release().await.unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks = metrics.num_alive_tasks();
+    for _ in 0..200 {
+        lock.acquire().await.unwrap().release().await.unwrap();
+    }
+    let grown = metrics.num_alive_tasks().saturating_sub(tasks);
+    assert!(grown < 50, "{grown} more tasks alive after 200 holds");
+    let guard = lock.acquire().await.unwrap();
+    for server in &masters[..2] {
+        let _: i64 = redis::cmd("DEL").arg("rl:watched").query_async(&mut server.raw().await).await.unwrap();
+    }
+    for client in &clients {
+        client.renew_held_locks().await.unwrap();
+    }
+    eventually(Duration::from_secs(5), "the loss told", || async { guard.is_lost() }).await;
+    let error = guard.lock().lost_error().unwrap();
+    assert!(error.message().contains("member 1"), "{}", error.message());
+    eventually(Duration::from_secs(5), "the callback told once", || async { *told.lock().unwrap() == 1 }).await;
+    assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::LockLost);
+    // The next hold is a new one, not lost.
+    let again = lock.acquire().await.unwrap();
+    assert!(!again.is_lost());
+    again.release().await.unwrap();
+    assert_eq!(*told.lock().unwrap(), 1, "told once");
+}
+
+/// Members' clients shutting down are told without any renewal or loss of a member:
+/// two of three gone loses the hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn most_member_clients_shutting_down_lose_the_hold() {
+    let masters = servers(3);
+    let clients = clients_for(&urls(&masters), 5_000).await;
+    let lock = redlock(&clients, "rl:closing");
+    let guard = lock.acquire().await.unwrap();
+    clients[2].shutdown().await.unwrap();
+    assert!(!guard.is_lost(), "2 of 3 still held");
+    clients[0].shutdown().await.unwrap();
+    eventually(Duration::from_secs(5), "the loss told", || async { guard.is_lost() }).await;
+    let error = guard.lock().lost_error().unwrap();
+    assert!(error.message().contains("member 1") && error.message().contains("member 3"), "{}", error.message());
+}

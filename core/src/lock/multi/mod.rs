@@ -10,16 +10,16 @@
 //! by its own client's watchdog; the multi-hold is lost once fewer than the quorum
 //! of its members are held (watcher.rs). Releases go to every member at once.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use super::lease::LeaseChange;
 use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::{Hold, LostCallback, LostEvent, Released};
-use watcher::{watch_members, Member};
 
 mod acquire;
 mod taken;
@@ -55,6 +55,16 @@ pub(crate) struct Multi {
     op: tokio::sync::Mutex<()>,
     state: Mutex<State>,
     pub on_lost: Mutex<Option<LostCallback>>,
+    /// True once a task watches the members' clients for shutdowns (watcher.rs).
+    closes_watched: AtomicBool,
+    /// Tells that task the lock is gone.
+    gone: Arc<Notify>,
+}
+
+impl Drop for Multi {
+    fn drop(&mut self) {
+        self.gone.notify_one();
+    }
 }
 
 #[derive(Default)]
@@ -65,6 +75,8 @@ struct State {
     lost: Option<watch::Sender<Option<Error>>>,
     /// Counts holds, so that a late loss notice of an old hold changes nothing.
     generation: u64,
+    /// The current hold's members, as taken (their loss signals).
+    members: Vec<(usize, Hold)>,
 }
 
 impl Multi {
@@ -86,7 +98,7 @@ impl Multi {
         }
         let display = members.iter().map(Lock::name).collect::<Vec<_>>().join(",");
         let needed = quorum.of(members.len());
-        Ok(Arc::new(Multi { members, quorum, needed, display, op: Default::default(), state: Default::default(), on_lost: Default::default() }))
+        Ok(Arc::new(Multi { members, quorum, needed, display, op: Default::default(), state: Default::default(), on_lost: Default::default(), closes_watched: Default::default(), gone: Default::default() }))
     }
 
     /// True if this client already has acquires waiting on `member` (a new one queues behind them).
@@ -126,25 +138,25 @@ impl Multi {
         )
     }
 
-    /// Records a new level; the first starts a new hold and its loss watch.
+    /// Records a new level; the first starts a new hold, whose members tell it of their losses.
     fn hold_level(self: &Arc<Self>, taken: Vec<(usize, Hold)>) -> Hold {
         let mut st = self.state.lock().unwrap();
         st.levels.push(taken.iter().map(|(i, _)| *i).collect());
-        if st.levels.len() == 1 {
+        let first = st.levels.len() == 1;
+        if first {
             st.generation += 1;
             st.lost = Some(watch::channel(None).0);
-            let watches = taken
-                .iter()
-                .map(|(i, hold)| {
-                    let closed = self.members[*i].one().expect("members are single locks").ctx.shutdown.subscribe();
-                    Member { index: *i, lost: hold.lost_watch(), closed }
-                })
-                .collect();
-            let runtime = self.members[0].runtime().clone();
-            runtime.spawn(watch_members(Arc::downgrade(self), st.generation, watches));
+            st.members = taken;
         }
         let lost = st.lost.as_ref().expect("set above").subscribe();
-        Hold { token: None, count: st.levels.len() as u32, lost: lost.into() }
+        let hold = Hold { token: None, count: st.levels.len() as u32, lost: lost.into() };
+        if first {
+            let (generation, members) = (st.generation, st.members.clone());
+            drop(st);
+            // Outside the state lock: a member lost already runs its hook at once.
+            self.watch_members(generation, &members);
+        }
+        hold
     }
 
     /// Marks hold `generation` lost (once) and tells the callback.
@@ -215,6 +227,9 @@ impl Multi {
                 return Err(Error::new(ErrorKind::NotOwner, format!("releasing {}: this holder does not hold it", self.what())));
             }
             let levels: Vec<Vec<usize>> = if all { std::mem::take(&mut st.levels) } else { vec![st.levels.pop().expect("not empty")] };
+            if st.levels.is_empty() {
+                st.members.clear();
+            }
             let lost = st.lost.as_ref().and_then(|tx| tx.borrow().clone());
             let mut members = levels.concat();
             // Last members first: a release of the first may wake a waiter of this client
