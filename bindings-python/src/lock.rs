@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use ferrolock::{AcquireOptions, ErrorKind, LockOptions, Quorum};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use crate::call::{twin_methods, Guarded};
 use crate::client::Shared;
@@ -27,8 +28,9 @@ enum Spec {
 #[derive(Default)]
 struct Rebind {
     on_lost: Option<ferrolock::LostCallback>,
-    /// The label of its notes.
-    label: Option<Box<str>>,
+    /// The label of its notes: the caller's thread or task name as Python gave it
+    /// (the same string object, no copy per holder).
+    label: Option<Py<PyString>>,
 }
 
 /// One holder of one lock (native part of `ferrolock.Lock` / `ferrolock.aio.Lock`).
@@ -97,14 +99,18 @@ impl Holder {
                 ferrolock::Lock::multi(locks, *quorum).py()?
             }
         };
+        // Read before taking `bound`: another thread may hold the GIL and wait for it.
+        let label = Python::attach(|py| {
+            let rebind = self.rebind();
+            rebind.label.as_ref().map(|l| l.bind(py).to_str().map(str::to_string)).transpose()
+        })?;
         let mut bound = self.bound();
         if !bound.is_foreign() {
             return Ok(ferrolock::Lock::clone(&bound)); // another thread was first
         }
-        let rebind = self.rebind();
-        lock.set_on_lost(rebind.on_lost.clone());
+        lock.set_on_lost(self.rebind().on_lost.clone());
         // Accepted once already: it cannot fail.
-        let _ = lock.set_holder_label(rebind.label.as_deref());
+        let _ = lock.set_holder_label(label.as_deref().map(cut_label));
         *bound = Local::new(lock.clone());
         Ok(lock)
     }
@@ -119,6 +125,15 @@ type Status = (String, Vec<crate::who::Holder>, Option<f64>, u64, Option<u64>);
 
 /// Longest holder label the core keeps, in bytes.
 const MAX_LABEL: usize = 600;
+
+/// `label` cut to `MAX_LABEL` bytes (at a character boundary).
+fn cut_label(label: &str) -> &str {
+    let mut end = label.len().min(MAX_LABEL);
+    while !label.is_char_boundary(end) {
+        end -= 1;
+    }
+    &label[..end]
+}
 
 fn lease_seconds(d: Option<Duration>) -> Option<f64> {
     d.map(|d| if d == Duration::MAX { f64::INFINITY } else { d.as_secs_f64() })
@@ -254,16 +269,10 @@ twin_methods! {
         /// Names this holder's thread or task in its notes from its next hold on
         /// (cut to 600 bytes; None removes it; a multi-lock: every member's).
         /// No round-trip: the Python layer calls it when the name changed.
-        fn set_holder_label(&self, label: Option<&str>) -> PyResult<()> {
-            let label = label.map(|l| {
-                let mut end = l.len().min(MAX_LABEL);
-                while !l.is_char_boundary(end) {
-                    end -= 1;
-                }
-                &l[..end]
-            });
-            self.handle()?.set_holder_label(label).py()?;
-            self.rebind().label = label.map(Box::from);
+        fn set_holder_label(&self, label: Option<Bound<'_, PyString>>) -> PyResult<()> {
+            let text = label.as_ref().map(|l| l.to_str()).transpose()?;
+            self.handle()?.set_holder_label(text.map(cut_label)).py()?;
+            self.rebind().label = label.map(Bound::unbind);
             Ok(())
         }
 

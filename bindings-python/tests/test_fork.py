@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import select
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -115,6 +116,31 @@ def _mp_worker(client: ferrolock.Client, lock: ferrolock.Lock, name: str, queue:
     got = lock.acquire(blocking=False)
     with client.lock(name + ":mp"):
         queue.put((os.getpid(), client.id, got, client.held_count()))
+
+
+def test_a_holder_made_again_in_the_child_keeps_its_thread_label(url: str, name: str) -> None:
+    # The child's holder is made again from the parent's; the thread's name was
+    # given once (the Python layer sends it only when it changes), so the native
+    # holder must give it to the new one.
+    client = ferrolock.Client(url, holder_notes="always")
+    thread = threading.current_thread()
+    old_name, thread.name = thread.name, "fork-labelled"
+    try:
+        lock = client.lock(name)
+        assert lock.acquire(timeout=5)
+        assert [h.thread for h in lock.status().holders] == ["fork-labelled"]
+        lock.release()
+
+        def child() -> dict[str, Any]:
+            assert lock.acquire(timeout=5)
+            threads = [h.thread for h in lock.status().holders]
+            lock.release()
+            return {"threads": threads}
+
+        assert _in_child(child) == {"threads": ["fork-labelled"]}
+    finally:
+        thread.name = old_name
+        client.close()
 
 
 def test_multiprocessing_fork(client: ferrolock.Client, name: str) -> None:
