@@ -1,7 +1,8 @@
 //! What differs between lock kinds on the wire: the script each call runs, with
 //! which keys and arguments (where waiters listen: holder.rs). Everything else of
 //! the protocol (replies, lost replies, hand-off, renewal rounds) is shared
-//! (reentrant.rs, release.rs). Every acquire script answers `{1, count, token}` or `{0, pttl}` (the
+//! (reentrant.rs, release.rs). Every acquire script answers `{1, count, token}` (a fair take that left waiters:
+//! `{1, 1, 0, head}`, then [`fair_shift`]) or `{0, pttl}` (the
 //! RLock acquire: a bare count when it has no token, the cheapest reply for the server);
 //! every release script answers nil (not the owner), 0 (still held) or 1 (released).
 
