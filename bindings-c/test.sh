@@ -56,6 +56,40 @@ check() {
     fi
 }
 
+# check_two FUNC NAME...: `check asan-NAME FUNC NAME` for each NAME, two programs at
+# a time (each waits on its redis-server and timers more than it computes), reported
+# in order as each finishes.
+check_two() {
+    local func=$1
+    shift
+    local name pids=()
+    for name in "$@"; do
+        while (($(jobs -rp | wc -l) >= 2)); do wait -n || true; done
+        (
+            set +e
+            start=$SECONDS
+            (set -e; "$func" "$name") >"$WORK/asan-$name.log" 2>&1
+            echo "$? $((SECONDS - start))" >"$WORK/asan-$name.rc"
+        ) &
+        pids+=($!)
+    done
+    local i=0 rc took
+    for name in "$@"; do
+        wait "${pids[i]}" || true
+        i=$((i + 1))
+        read -r rc took <"$WORK/asan-$name.rc" || { rc=1; took=0; }
+        if ((rc == 0)); then
+            passed=$((passed + 1))
+            printf 'ok   %-22s %3ss  %s\n' "asan-$name" "$took" "$(grep -v '^[[:space:]]*$' "$WORK/asan-$name.log" | tail -n 1)"
+        else
+            failed=$((failed + 1))
+            failed_names+=("asan-$name")
+            printf 'FAIL %-22s %3ss\n' "asan-$name" "$took"
+            tail -n 60 "$WORK/asan-$name.log" | sed 's/^/    /'
+        fi
+    done
+}
+
 finish() {
     if ((failed)); then
         echo "failed: ${failed_names[*]}"
@@ -193,10 +227,8 @@ run_asan() {
     compile_test "$name" "$BUILD/$name" "${SAN[@]}"
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
-for t in counter reentrancy wait lease lost fenced kind statuses thread_exit thread_connection acl options sentinel redlock handles closed extend metrics inspect notes \
-    rwlock fair semaphore permits latch; do
-    check "asan-$t" run_asan "$t" || true
-done
+check_two run_asan counter reentrancy wait lease lost fenced kind statuses thread_exit thread_connection acl options sentinel \
+    redlock handles closed extend metrics inspect notes rwlock fair semaphore permits latch
 
 # The fault tests (tests/fault_*.c, issue 29) steer tests/harness's fault-proxy, in
 # front of their redis-server, over its stdin (tests/fault_proxy.h).
@@ -206,9 +238,7 @@ build_fault_proxy() {
 }
 export FERROLOCK_FAULT_PROXY=$CARGO_TARGET_DIR/debug/fault-proxy
 if check fault-proxy build_fault_proxy; then
-    for t in fault_exclusion fault_replies fault_outage fault_restart fault_threads; do
-        check "asan-$t" run_asan "$t" || true
-    done
+    check_two run_asan fault_exclusion fault_replies fault_outage fault_restart fault_threads
 fi
 
 # ferrolock.hpp (C++17, for std::scoped_lock) under ASan + UBSan, against a redis-server.
