@@ -8,7 +8,7 @@ import type { HoldInfo } from './native';
  * Acquires, waiting at most `waitMs` (unbounded when absent); `null` when not
  * acquired in time. `cancelId` (from `newCancel`) lets the caller abort the wait.
  * Resolves with `seq * 2^21 + count` when the hold has no token and both fit, else
- * with a HoldInfo. `handle` is `NativeLock.handle()`'s.
+ * with a HoldInfo. `handle` is a NativeLock (or `NativeLock.handle()`'s External).
  */
 export declare function lockAcquire(handle: unknown, waitMs?: number | null, leaseMs?: number | null, cancelId?: number | null): Promise<number | HoldInfo | null>
 /** Releases one level; resolves with the levels left (0 = unlocked). */

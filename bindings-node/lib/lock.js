@@ -183,7 +183,7 @@ class Lock extends EventEmitter {
       throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
     }
     this.#native = nativeLock;
-    this.#handle = nativeLock.handle();
+    this.#handle = nativeLock; // the hot calls find the core handle through its wrap (src/fast.rs)
     this.#held = held;
     this.#home = home;
     this.#members = members.length === 0 ? NO_MEMBERS : Object.freeze([...members]); // one array for every single lock

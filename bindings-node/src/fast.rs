@@ -3,9 +3,9 @@
 //! for a class method (unwrapping the receiver, its bookkeeping of native borrows, the
 //! class check, its argument conversions) cost about 4k instructions per call: a third
 //! of the addon's work in an uncontended cycle (scripts/client-cost.js). Here a call
-//! reads its arguments and the lock's handle, an External made once per lock
-//! (`NativeLock.handle()`), and starts its promise (executor.rs). napi-rs declares
-//! only what it wraps, so these two are declared by hand in fast.d.ts.
+//! reads its arguments and the lock's handle (through the NativeLock's wrap, or the
+//! External of `NativeLock.handle()`), and starts its promise (executor.rs). napi-rs
+//! declares only what it wraps, so these two are declared by hand in fast.d.ts.
 
 use std::ffi::{c_void, CStr};
 use std::panic::AssertUnwindSafe;
@@ -88,9 +88,22 @@ fn type_of(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_value
     Ok(kind)
 }
 
-/// The lock handle argument (from `NativeLock.handle()`).
+/// The lock handle argument: a `NativeLock` (what lib/lock.js passes), or the
+/// External of `NativeLock.handle()`.
 fn handle_arg(env: sys::napi_env, value: sys::napi_value) -> Result<Arc<Handle>> {
-    if type_of(env, value)? == sys::ValueType::napi_external {
+    let kind = type_of(env, value)?;
+    if kind == sys::ValueType::napi_object {
+        let mut data = ptr::null_mut();
+        // An object nobody wrapped answers napi_invalid_arg (nothing is thrown).
+        if unsafe { sys::napi_unwrap(env, value, &mut data) } == sys::Status::napi_ok {
+            // SAFETY: a wrapped object's data is at least a pointer to something the
+            // addon that wrapped it owns; a NativeLock is told apart by its tag.
+            if let Some(handle) = unsafe { lock::wrapped_handle(data) } {
+                return Ok(handle);
+            }
+        }
+    }
+    if kind == sys::ValueType::napi_external {
         let mut data = ptr::null_mut();
         napi::check_status!(unsafe { sys::napi_get_value_external(env, value, &mut data) }).js()?;
         // SAFETY: a non-null External's data is at least a pointer to something the
@@ -100,7 +113,7 @@ fn handle_arg(env: sys::napi_env, value: sys::napi_value) -> Result<Arc<Handle>>
             return Ok(unsafe { (*slot).handle.clone() });
         }
     }
-    Err(invalid("not a lock handle (from NativeLock.handle())"))
+    Err(invalid("not a lock handle (a NativeLock, or NativeLock.handle()'s)"))
 }
 
 /// A number argument that may be absent (`undefined` or `null`).

@@ -178,9 +178,29 @@ impl Handle {
     }
 }
 
+/// `tag` first (`repr(C)`): lib/lock.js passes the object itself to the hot calls,
+/// which find the handle through the object's wrap (fast.rs) and tell ours from any
+/// other wrapped object by it: no External per lock (about 340 B of RSS each).
 #[napi]
+#[repr(C)]
 pub struct NativeLock {
+    tag: u64,
     handle: Arc<Handle>,
+}
+
+const TAG: u64 = u64::from_be_bytes(*b"ferroLck");
+
+/// The handle of the `NativeLock` that `data` (a wrapped object's native pointer)
+/// points to, if it is one.
+///
+/// # Safety
+/// `data` is null or points to at least 8 readable bytes (what any addon wraps).
+pub(crate) unsafe fn wrapped_handle(data: *mut std::ffi::c_void) -> Option<Arc<Handle>> {
+    let lock = data.cast::<NativeLock>();
+    if lock.is_null() || !lock.is_aligned() || unsafe { (*lock).tag } != TAG {
+        return None;
+    }
+    Some(unsafe { (*lock).handle.clone() })
 }
 
 impl NativeLock {
@@ -196,7 +216,7 @@ impl NativeLock {
                 handle.lost(event);
             }
         })));
-        NativeLock { handle }
+        NativeLock { tag: TAG, handle }
     }
 
     /// Runs `f` on the runtime with the handle; the promise settles with its result.
