@@ -156,6 +156,37 @@ async function contended(impl) {
   };
 }
 
+// Uncontended Redlock cycles of `impls` over the same servers, the libraries taking
+// turns for ROUNDS rounds (median round each), as the single-lock section does: one
+// long run each put a slow stretch of this shared machine on one library alone (the
+// ratio of two runs an hour apart ranged 0.47-1.07x). With this process's CPU per
+// cycle (every thread of it: the addon's runtime threads too).
+async function redlockUncontended(impls, n) {
+  const handles = [];
+  for (const impl of impls) {
+    const h = await impl.handle('bench:uncontended:' + impl.name);
+    for (const until = performance.now() + 500; performance.now() < until;) await h.release(await h.acquire());
+    handles.push(h);
+  }
+  const perRound = Math.ceil(n / ROUNDS);
+  const rounds = impls.map(() => ({ perSec: [], cpuUs: [] }));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, h] of handles.entries()) {
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (let c = 0; c < perRound; c++) await h.release(await h.acquire());
+      const ms = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      rounds[i].perSec.push((perRound / ms) * 1000);
+      rounds[i].cpuUs.push((cpu.user + cpu.system) / perRound);
+    }
+  }
+  return rounds.map((r) => {
+    const perSec = median(r.perSec);
+    return { perSec, cycleMs: 1000 / perSec, cpuUs: median(r.cpuUs) };
+  });
+}
+
 // ferrolock's Redlock vs node-redlock's over 3 and over 5 servers started here.
 async function redlockSection(out) {
   const servers = [];
@@ -164,8 +195,8 @@ async function redlockSection(out) {
   try {
     for (let i = 0; i < Math.max(...REDLOCK_SIZES); i++) servers.push(await startRedis());
     out(`Redlock: ferrolock Redlock vs node-redlock v5 over N of ${servers.length} more redis-servers (${servers.map((s) => s.port).join(', ')}), one client per server`);
-    out(`  uncontended: ${REDLOCK_CYCLES} cycles, one handle; contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms on one name; count of a non-atomic counter`);
-    out(`  ${'library'.padEnd(22)} ${'N'.padStart(2)} ${'cycles/s'.padStart(8)} ${'cycle'.padStart(8)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'count'.padStart(6)} ${'lost'.padStart(5)} ${'failed acq.'.padStart(11)}`);
+    out(`  uncontended: ${REDLOCK_CYCLES} cycles, one handle, in ${ROUNDS} rounds taking turns (median round; cpu: this process's CPU per cycle); contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms on one name; count of a non-atomic counter`);
+    out(`  ${'library'.padEnd(22)} ${'N'.padStart(2)} ${'cycles/s'.padStart(8)} ${'cycle'.padStart(8)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'count'.padStart(6)} ${'lost'.padStart(5)} ${'failed acq.'.padStart(11)} ${'cpu'.padStart(7)}`);
     const ratios = [];
     for (const n of REDLOCK_SIZES) {
       const members = servers.slice(0, n);
@@ -197,11 +228,12 @@ async function redlockSection(out) {
         },
       ];
       const res = {};
-      for (const impl of impls) {
-        const u = await uncontended(impl, REDLOCK_CYCLES);
+      const unc = await redlockUncontended(impls, REDLOCK_CYCLES);
+      for (const [i, impl] of impls.entries()) {
+        const u = unc[i];
         const r = await contended(impl);
         res[impl.name] = { u, r };
-        out(`  ${impl.name.padEnd(22)} ${String(n).padStart(2)} ${u.perSec.toFixed(0).padStart(8)} ${((u.cycleMs * 1000).toFixed(0) + ' us').padStart(8)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(WORKERS * SECTIONS - r.lost).padStart(6)} ${String(r.lost).padStart(5)} ${String(r.failedAttempts).padStart(11)}`);
+        out(`  ${impl.name.padEnd(22)} ${String(n).padStart(2)} ${u.perSec.toFixed(0).padStart(8)} ${((u.cycleMs * 1000).toFixed(0) + ' us').padStart(8)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(WORKERS * SECTIONS - r.lost).padStart(6)} ${String(r.lost).padStart(5)} ${String(r.failedAttempts).padStart(11)} ${(u.cpuUs.toFixed(0) + ' us').padStart(7)}`);
       }
       const f = res['ferrolock Redlock'];
       const o = res['node-redlock v5'];
