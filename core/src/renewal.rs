@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use redis::Script;
 
 use crate::error::{Error, Result};
@@ -198,23 +199,23 @@ where
 {
     let started = Instant::now();
     let mut groups: HashMap<(&'static str, Option<u16>), Vec<(Arc<dyn Held>, Ticket)>> = HashMap::new();
-    let mut notes: HashMap<Option<u16>, Vec<(Arc<dyn Held>, NoteTicket)>> = HashMap::new();
-    for hold in held.all() {
+    let all = held.all();
+    let mut renewing = Vec::with_capacity(all.len());
+    for hold in &all {
         let ticket = hold.begin_renewal(horizon);
-        if let Some(note) = hold.begin_note(ticket.is_some()) {
-            notes.entry(transport.slot_of(&note.key)).or_default().push((hold.clone(), note));
-        }
+        renewing.push(ticket.is_some());
         if let Some(ticket) = ticket {
             let group = (ticket.script.get_hash(), transport.slot_of(&ticket.key));
-            groups.entry(group).or_default().push((hold, ticket));
+            groups.entry(group).or_default().push((hold.clone(), ticket));
         }
     }
     let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
     let conn = &conn;
     let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics));
-    // After the renewals on the same connection: a refreshed note takes the renewed lease.
-    let note_calls = notes.values().flat_map(|g| g.chunks(BATCH)).map(|batch| note_batch(conn, batch));
-    let (parts, _) = futures_util::future::join(futures_util::future::join_all(calls), futures_util::future::join_all(note_calls)).await;
+    // Polled after the renewals, so sent after them on the same connection: a
+    // refreshed note takes the renewed lease.
+    let notes = write_notes(conn, transport, all.into_iter().zip(renewing));
+    let (parts, _) = futures_util::future::join(futures_util::future::join_all(calls), notes).await;
     let mut report = RenewalReport::default();
     for part in parts {
         report.renewed += part.renewed;
@@ -224,6 +225,44 @@ where
     }
     report.duration = started.elapsed();
     report
+}
+
+/// Note calls a round has in flight at once. Notes are made batch by batch as they
+/// are sent: when thousands of holds taken together pass `holder_note_after` in the
+/// same round, their notes (a few hundred bytes each) and requests are never all in
+/// memory at once (a burst malloc keeps as resident memory afterwards).
+const NOTE_CALLS_IN_FLIGHT: usize = 2;
+
+/// Writes or refreshes the notes due among `holds` (each with whether this round renews it).
+async fn write_notes<F>(conn: &F, transport: &Transport, holds: impl Iterator<Item = (Arc<dyn Held>, bool)>)
+where
+    F: Fn() -> Result<Conn> + Sync,
+{
+    let mut pending: HashMap<Option<u16>, Vec<(Arc<dyn Held>, NoteTicket)>> = HashMap::new();
+    let send = |batch: Vec<(Arc<dyn Held>, NoteTicket)>| async move { note_batch(conn, &batch).await };
+    let mut in_flight = FuturesUnordered::new();
+    let mut full = Vec::new();
+    for (hold, renewing) in holds {
+        let Some(note) = hold.begin_note(renewing) else { continue };
+        let group = pending.entry(transport.slot_of(&note.key)).or_default();
+        group.push((hold, note));
+        if group.len() == BATCH {
+            full.push(std::mem::take(group));
+        }
+        for batch in full.drain(..) {
+            while in_flight.len() >= NOTE_CALLS_IN_FLIGHT {
+                in_flight.next().await;
+            }
+            in_flight.push(send(batch));
+        }
+    }
+    for batch in pending.into_values().filter(|b| !b.is_empty()) {
+        while in_flight.len() >= NOTE_CALLS_IN_FLIGHT {
+            in_flight.next().await;
+        }
+        in_flight.push(send(batch));
+    }
+    while in_flight.next().await.is_some() {}
 }
 
 /// Writes or refreshes a batch of holder notes: once, best effort (a note is only

@@ -246,3 +246,31 @@ async fn a_note_set_by_hand_is_kept_and_lives_as_long_as_the_hold() {
     }
     client.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_long_holds_all_get_their_note_in_batches() {
+    // 250 holds: two full batches of 100 and a partial one, a few calls in flight.
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = builder(&server.url(), 1500).holder_note_after(Duration::from_millis(100)).connect().await.unwrap();
+    let locks: Vec<Lock> = (0..250).map(|i| client.lock(format!("many:{i}")).unwrap()).collect();
+    for lock in &locks {
+        lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    }
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let keys: Vec<String> = raw.keys(format!("{NOTE_KEY_PREFIX}many:*")).await.unwrap();
+        if keys.len() == locks.len() {
+            break;
+        }
+        assert!(Instant::now() < until, "{} of {} notes written within 20 s", keys.len(), locks.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for lock in &locks {
+        assert!(noted_holder(lock).await.note.is_some());
+        lock.release().await.unwrap();
+    }
+    let left: Vec<String> = raw.keys(format!("{NOTE_KEY_PREFIX}many:*")).await.unwrap();
+    assert!(left.is_empty(), "notes left after the releases: {}", left.len());
+    client.shutdown().await.unwrap();
+}
