@@ -178,9 +178,10 @@ impl Handle {
     }
 }
 
-/// `tag` first (`repr(C)`): lib/lock.js passes the object itself to the hot calls,
-/// which find the handle through the object's wrap (fast.rs) and tell ours from any
-/// other wrapped object by it: no External per lock (about 340 B of RSS each).
+// `tag` first (`repr(C)`): lib/lock.js passes the object itself to the hot calls,
+// which find the handle through the object's wrap (fast.rs) and tell ours from any
+// other wrapped object by it: no External per lock (about 340 B of RSS each).
+// (Not a doc comment: it would land in native.d.ts.)
 #[napi]
 #[repr(C)]
 pub struct NativeLock {
