@@ -347,7 +347,6 @@ pub async fn contended(raw: &mut redis::aio::MultiplexedConnection, locks: &[Loc
 /// and one subscription per holder (each its own client): what any client of this
 /// protocol reaches on this machine across clients, beside ours.
 async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: usize) -> (f64, Duration) {
-    use futures_util::{FutureExt, StreamExt};
     const SECTIONS: usize = 200;
     const NAME: &str = "bench:contended:floor";
     let info: String = redis::cmd("CLIENT").arg("INFO").query_async(raw).await.unwrap();
@@ -361,13 +360,10 @@ async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: u
     let mut tasks = Vec::new();
     let start = Instant::now();
     for i in 0..holders {
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        let mut pubsub = client.get_async_pubsub().await.unwrap();
-        pubsub.subscribe(&channel).await.unwrap();
+        let (mut conn, mut messages) = subscribed(&client, &channel).await;
         let (acquire, release, channel) = (acquire.clone(), release.clone(), channel.clone());
         let (last_release, handoffs, held) = (last_release.clone(), handoffs.clone(), held.clone());
         tasks.push(tokio::spawn(async move {
-            let mut messages = pubsub.into_on_message();
             let owner = format!("00000000-0000-4000-8000-{i:012}:1");
             for section in 0..SECTIONS {
                 loop {
@@ -375,15 +371,7 @@ async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: u
                     if matches!(reply, redis::Value::Int(_)) {
                         break;
                     }
-                    // Messages that came while it held or tried wake it once, as a
-                    // client's wake flag does; else it waits for the next release.
-                    let mut stale = false;
-                    while let Some(Some(_)) = messages.next().now_or_never() {
-                        stale = true;
-                    }
-                    if !stale {
-                        messages.next().await.unwrap();
-                    }
+                    woken(&mut messages, Duration::from_secs(30)).await;
                 }
                 let got = Instant::now();
                 if let Some(released) = last_release.lock().unwrap().take() {
@@ -392,20 +380,7 @@ async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: u
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 *held.lock().unwrap() += got.elapsed();
                 *last_release.lock().unwrap() = Some(Instant::now());
-                let latch = format!("redisson_unlock_latch:{{{NAME}}}:{owner}:{section}");
-                let released: i64 = release
-                    .key(NAME)
-                    .key(&channel)
-                    .key(&latch)
-                    .arg(&owner)
-                    .arg(30_000)
-                    .arg("publish")
-                    .arg(5_000)
-                    .arg(1)
-                    .invoke_async(&mut conn)
-                    .await
-                    .unwrap();
-                assert_eq!(released, 1);
+                floor_release(&mut conn, &release, &[NAME, &channel], &owner, section).await;
             }
         }));
     }
@@ -417,6 +392,41 @@ async fn contended_floor(raw: &mut redis::aio::MultiplexedConnection, holders: u
     h.sort();
     let held = *held.lock().unwrap();
     (held.as_secs_f64() / wall.as_secs_f64(), percentile(&h, 0.5))
+}
+
+/// A floor's own connection for its scripts and its subscription to `channel`, as
+/// each client of the protocol has.
+pub async fn subscribed(client: &redis::Client, channel: &str) -> (redis::aio::MultiplexedConnection, impl futures_util::Stream<Item = redis::Msg> + Unpin + Send) {
+    let conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut pubsub = client.get_async_pubsub().await.unwrap();
+    pubsub.subscribe(channel).await.unwrap();
+    (conn, pubsub.into_on_message())
+}
+
+/// A floor's release by `owner` of one level, its `section`-th: `script` is a release
+/// script whose keys are `keys` (the lock's name first) then the unlock latch.
+pub async fn floor_release(conn: &mut redis::aio::MultiplexedConnection, script: &redis::Script, keys: &[&str], owner: &str, section: usize) {
+    let latch = format!("redisson_unlock_latch:{{{}}}:{owner}:{section}", keys[0]);
+    let mut call = script.prepare_invoke();
+    for key in keys {
+        call.key(*key);
+    }
+    let released: i64 = call.key(&latch).arg(owner).arg(30_000).arg("publish").arg(5_000).arg(1).invoke_async(conn).await.unwrap();
+    assert_eq!(released, 1);
+}
+
+/// A floor's waiter after a failed try: messages that came while it held or tried
+/// wake it once, as a client's wake flag does; else the next one, or `at_most` (the
+/// wait the script answered).
+pub async fn woken(messages: &mut (impl futures_util::Stream<Item = redis::Msg> + Unpin), at_most: Duration) {
+    use futures_util::{FutureExt, StreamExt};
+    let mut stale = false;
+    while let Some(Some(_)) = messages.next().now_or_never() {
+        stale = true;
+    }
+    if !stale {
+        let _ = tokio::time::timeout(at_most, messages.next()).await;
+    }
 }
 
 /// Runs each op in its own task, in a loop, for `window`; returns ops per second.
