@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferrolock::{Client, Lock};
 
-use crate::measure::{ms, percentile};
+use crate::measure::{floor_release, ms, percentile, subscribed, woken};
 
 const SECTION: Duration = Duration::from_millis(1);
 
@@ -20,31 +20,62 @@ async fn clients(url: &str, n: usize) -> Vec<Client> {
     v
 }
 
-/// `holders` locks, `rounds` sections of 1 ms each: efficiency, hand-offs, and the
-/// longest wait against a fair share (the wait of one turn of everyone else).
+/// What [`turns`] and [`fair_floor`] record of each section: waits, hand-offs (from
+/// one holder's release to the next one's take), time held.
+#[derive(Clone, Default)]
+struct Tally {
+    last_release: Arc<Mutex<Option<Instant>>>,
+    handoffs: Arc<Mutex<Vec<Duration>>>,
+    waits: Arc<Mutex<Vec<Duration>>>,
+    held: Arc<Mutex<Duration>>,
+}
+
+impl Tally {
+    /// Taken now, asked at `asked`: answers when.
+    fn took(&self, asked: Instant) -> Instant {
+        let got = Instant::now();
+        self.waits.lock().unwrap().push(got - asked);
+        if let Some(released) = self.last_release.lock().unwrap().take() {
+            self.handoffs.lock().unwrap().push(got.saturating_duration_since(released));
+        }
+        got
+    }
+
+    /// About to release what was taken at `got`.
+    fn releasing(&self, got: Instant) {
+        *self.held.lock().unwrap() += got.elapsed();
+        *self.last_release.lock().unwrap() = Some(Instant::now());
+    }
+
+    /// Efficiency, sorted hand-offs, and the longest wait against a fair share (the
+    /// wait of one turn of everyone else), for `sections` sections of `n` holders since `start`.
+    fn result(&self, start: Instant, n: usize, sections: usize) -> (f64, Vec<Duration>, f64) {
+        let wall = start.elapsed();
+        let mut h = self.handoffs.lock().unwrap().clone();
+        h.sort();
+        let longest = self.waits.lock().unwrap().iter().max().copied().unwrap_or_default();
+        let fair_share = wall.as_secs_f64() / sections as f64 * (n - 1) as f64;
+        let efficiency = self.held.lock().unwrap().as_secs_f64() / wall.as_secs_f64();
+        (efficiency, h, longest.as_secs_f64() / fair_share)
+    }
+}
+
+/// `holders` locks, `rounds` sections of 1 ms each (see [`Tally::result`]).
 async fn turns(locks: Vec<Lock>, rounds: usize) -> (f64, Vec<Duration>, f64) {
     let n = locks.len();
-    let last_release: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let handoffs: Arc<Mutex<Vec<Duration>>> = Arc::default();
-    let waits: Arc<Mutex<Vec<Duration>>> = Arc::default();
-    let held: Arc<Mutex<Duration>> = Arc::default();
+    let tally = Tally::default();
     let start = Instant::now();
     let tasks: Vec<_> = locks
         .into_iter()
         .map(|lock| {
-            let (last_release, handoffs, waits, held) = (last_release.clone(), handoffs.clone(), waits.clone(), held.clone());
+            let tally = tally.clone();
             tokio::spawn(async move {
                 for _ in 0..rounds {
                     let asked = Instant::now();
                     let guard = lock.acquire().await.unwrap();
-                    let got = Instant::now();
-                    waits.lock().unwrap().push(got - asked);
-                    if let Some(released) = last_release.lock().unwrap().take() {
-                        handoffs.lock().unwrap().push(got.saturating_duration_since(released));
-                    }
+                    let got = tally.took(asked);
                     tokio::time::sleep(SECTION).await;
-                    *held.lock().unwrap() += got.elapsed();
-                    *last_release.lock().unwrap() = Some(Instant::now());
+                    tally.releasing(got);
                     guard.release().await.unwrap();
                 }
             })
@@ -53,14 +84,69 @@ async fn turns(locks: Vec<Lock>, rounds: usize) -> (f64, Vec<Duration>, f64) {
     for t in tasks {
         t.await.unwrap();
     }
-    let wall = start.elapsed();
-    let mut h = handoffs.lock().unwrap().clone();
-    h.sort();
-    let longest = waits.lock().unwrap().iter().max().copied().unwrap_or_default();
-    let turn = wall.as_secs_f64() / (n * rounds) as f64;
-    let fair_share = turn * (n - 1) as f64;
-    let efficiency = held.lock().unwrap().as_secs_f64() / wall.as_secs_f64();
-    (efficiency, h, longest.as_secs_f64() / fair_share)
+    tally.result(start, n, n * rounds)
+}
+
+const FAIR_ACQUIRE_LUA: &str = include_str!("../../src/scripts/lock/fair_acquire.lua");
+const FAIR_RELEASE_LUA: &str = include_str!("../../src/scripts/lock/fair_release.lua");
+const FAIR_SHIFT_LUA: &str = include_str!("../../src/scripts/lock/fair_shift.lua");
+
+/// [`turns`] on a fair lock with core's fair scripts driven by hand: `clients` x
+/// `per_client` holders, each with its own connection and its own subscription to its
+/// waiter channel; a release wakes the queue's head, which tries once; a take that
+/// left waiters moves them up a turn (fair_shift) during its section. No watchdog, no
+/// notes, no hand-off within a client: the least any client of this protocol does.
+async fn fair_floor(url: &str, clients: usize, per_client: usize, rounds: usize) -> (f64, Vec<Duration>, f64) {
+    const NAME: &str = "bench:fair:floor";
+    const WAIT_MS: u64 = 300_000;
+    let client = redis::Client::open(url).unwrap();
+    let (queue, timeouts, channel) =
+        (format!("redisson_lock_queue:{{{NAME}}}"), format!("redisson_lock_timeout:{{{NAME}}}"), format!("redisson_lock__channel:{{{NAME}}}"));
+    let scripts = Arc::new((redis::Script::new(FAIR_ACQUIRE_LUA), redis::Script::new(FAIR_RELEASE_LUA), redis::Script::new(FAIR_SHIFT_LUA)));
+    let tally = Tally::default();
+    let mut holders = Vec::new();
+    for i in 0..clients * per_client {
+        let owner = format!("00000000-0000-4000-8000-{:012}:{}", i / per_client, i % per_client);
+        let (conn, messages) = subscribed(&client, &format!("{channel}:{owner}")).await;
+        holders.push((owner, conn, messages));
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = holders
+        .into_iter()
+        .map(|(owner, mut conn, mut messages)| {
+            let (tally, scripts, queue, timeouts, channel) = (tally.clone(), scripts.clone(), queue.clone(), timeouts.clone(), channel.clone());
+            tokio::spawn(async move {
+                let (acquire, release, shift) = &*scripts;
+                for section in 0..rounds {
+                    let asked = Instant::now();
+                    let head = loop {
+                        let reply: Vec<redis::Value> =
+                            acquire.key(NAME).key(&queue).key(&timeouts).arg(30_000).arg(&owner).arg(WAIT_MS).invoke_async(&mut conn).await.unwrap();
+                        match reply.as_slice() {
+                            [redis::Value::Int(1), _, _, redis::Value::BulkString(head)] => break Some(head.clone()),
+                            [redis::Value::Int(1), ..] => break None,
+                            [_, redis::Value::Int(wait)] => woken(&mut messages, Duration::from_millis(*wait as u64)).await,
+                            other => panic!("fair_acquire answered {other:?}"),
+                        }
+                    };
+                    let got = tally.took(asked);
+                    let shifting = async {
+                        if let Some(head) = head {
+                            let _: i64 = shift.key(&queue).key(&timeouts).arg(head).arg(WAIT_MS).invoke_async(&mut conn).await.unwrap();
+                        }
+                    };
+                    tokio::join!(shifting, tokio::time::sleep(SECTION));
+                    tally.releasing(got);
+                    floor_release(&mut conn, release, &[NAME, &queue, &timeouts, &channel], &owner, section).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let n = clients * per_client;
+    tally.result(start, n, n * rounds)
 }
 
 pub async fn fair(url: &str) {
@@ -81,6 +167,15 @@ pub async fn fair(url: &str) {
             longest,
             if fair { "   (target <= 2)" } else { "" }
         );
+        if fair {
+            let ours = efficiency;
+            let (efficiency, h, _) = fair_floor(url, 8, 8, 5).await;
+            println!(
+                "fair floor efficiency {efficiency:.3}, hand-off p50 {} (ours / floor {:.2}): the same sections with our fair scripts sent by redis-rs alone, one connection and one subscription (its own waiter channel) per holder; the release wakes the head, which tries once",
+                ms(percentile(&h, 0.5)),
+                ours / efficiency
+            );
+        }
     }
     for c in pool {
         c.shutdown().await.unwrap();
