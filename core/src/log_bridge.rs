@@ -61,11 +61,14 @@ pub fn env_asks(env: &str) -> bool {
 /// An event's message and its other fields (the lock name, an error, ...) as text.
 #[derive(Debug, Default)]
 pub struct EventText {
+    /// The event's message ("" when it has none).
     pub message: String,
+    /// Its other fields, name and value, in the order the event gives them.
     pub fields: Vec<(&'static str, String)>,
 }
 
 impl EventText {
+    /// The text of `event`.
     pub fn of(event: &tracing::Event<'_>) -> Self {
         let mut text = EventText::default();
         event.record(&mut text);
