@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ferrolock::AcquireOptions;
 use redis::AsyncCommands;
 
-use crate::driver::{wake_up, LEASE};
+use crate::driver::{wake_up, LEASE, WAKE_BOUND};
 use crate::Scene;
 
 async fn queue(raw: &mut redis::aio::MultiplexedConnection, name: &str) -> Vec<String> {
@@ -100,12 +100,28 @@ pub async fn read_write_lock(version: &'static str) {
     assert_eq!(s.java.call(&format!("read try {name} 0")).await, "busy", "ferrolock writes");
     assert_eq!(s.java.call(&format!("write try {name} 0")).await, "busy");
 
-    // ferrolock's write release (1: wake all) wakes a Redisson reader.
-    s.java_waits_parked(&format!("read try {name} {}", LEASE.as_millis()), &channel).await;
-    let released = Instant::now();
-    writer.release().await.unwrap();
-    assert_eq!(s.java.reply(LEASE).await, "ok");
-    wake_up(version, "rw lock: ferrolock write release -> Redisson reader", released.elapsed());
+    // ferrolock's write release (1: wake all) wakes a Redisson reader. Redisson loses
+    // a wake-all published between its retry script and its thread parking on the
+    // latch (see Scene::java_waits_parked: the retry is all that can be seen from
+    // outside), and then waits out the lease: its own writers have that window too.
+    // So up to three tries, each from a fresh write hold; one woken by the message
+    // is the proof (a release that did not publish fails all three).
+    let mut woken = None;
+    for attempt in 1..=3 {
+        s.java_waits_parked(&format!("read try {name} {}", LEASE.as_millis()), &channel).await;
+        let released = Instant::now();
+        writer.release().await.unwrap();
+        assert_eq!(s.java.reply(LEASE + WAKE_BOUND).await, "ok");
+        let elapsed = released.elapsed();
+        if elapsed < WAKE_BOUND || attempt == 3 {
+            woken = Some(elapsed);
+            break;
+        }
+        println!("[redisson {version}] rw lock: the reader missed the wake-all (Redisson's window before parking): again");
+        assert_eq!(s.java.call(&format!("read unlock {name}")).await, "ok");
+        writer.acquire_hold(once).await.unwrap().expect("free again");
+    }
+    wake_up(version, "rw lock: ferrolock write release -> Redisson reader", woken.unwrap());
     assert!(writer.acquire_hold(once).await.unwrap().is_none(), "Redisson reads");
     assert_eq!(s.java.call(&format!("read unlock {name}")).await, "ok");
     assert!(!writer.is_locked().await.unwrap());
