@@ -241,28 +241,28 @@ where
     let mut pending: HashMap<Option<u16>, Vec<(Arc<dyn Held>, NoteTicket)>> = HashMap::new();
     let send = |batch: Vec<(Arc<dyn Held>, NoteTicket)>| async move { note_batch(conn, &batch).await };
     let mut in_flight = FuturesUnordered::new();
-    let mut full = Vec::new();
     for (hold, renewing) in holds {
         let Some(note) = hold.begin_note(renewing) else { continue };
         let group = pending.entry(transport.slot_of(&note.key)).or_default();
         group.push((hold, note));
         if group.len() == BATCH {
-            full.push(std::mem::take(group));
-        }
-        for batch in full.drain(..) {
-            while in_flight.len() >= NOTE_CALLS_IN_FLIGHT {
-                in_flight.next().await;
-            }
-            in_flight.push(send(batch));
+            let batch = std::mem::take(group);
+            start_bounded(&mut in_flight, send(batch)).await;
         }
     }
     for batch in pending.into_values().filter(|b| !b.is_empty()) {
-        while in_flight.len() >= NOTE_CALLS_IN_FLIGHT {
-            in_flight.next().await;
-        }
-        in_flight.push(send(batch));
+        start_bounded(&mut in_flight, send(batch)).await;
     }
     while in_flight.next().await.is_some() {}
+}
+
+/// Starts `call` once fewer than [`NOTE_CALLS_IN_FLIGHT`] run: a round keeps at
+/// most that many batches of notes made and unsent.
+async fn start_bounded<Fut: std::future::Future>(in_flight: &mut FuturesUnordered<Fut>, call: Fut) {
+    while in_flight.len() >= NOTE_CALLS_IN_FLIGHT {
+        in_flight.next().await;
+    }
+    in_flight.push(call);
 }
 
 /// Writes or refreshes a batch of holder notes: once, best effort (a note is only
