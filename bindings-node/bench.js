@@ -21,8 +21,13 @@
 // (Redlock.connect(urls).lock(name): Lock.multi with quorum 'majority') against
 // node-redlock's Redlock over the first 3 and over all 5 (one client per server):
 // uncontended cycles/s (one handle) and the same contended run, on one name, with the
-// targets of issue 30 (>= 1.0x node-redlock uncontended, efficiency >= 0.85).
-// BENCH_ONLY=redlock runs this section alone.
+// targets of issue 30 (>= 1.0x node-redlock uncontended, efficiency >= 0.85). Beside
+// them, uncontended, the Redlock's protocol floors: our scripts sent by ioredis to
+// every member at once, the cycle waiting for every member's answer (our Redlock's rule:
+// a release resolves once every member is released) or only for the quorum's
+// (node-redlock's: it resolves at the quorum, the other answers come in later), and
+// node-redlock's own lighter scripts waiting for every member: ours / floor tells what
+// is our client and what is the protocol and the rule. BENCH_ONLY=redlock runs this section alone.
 // Then memory per hold: RSS and heapUsed before and after taking BENCH_HOLDS (default
 // 20000) locks on distinct names on one client with an explicit lease (no renewal),
 // divided by that count, against issue 30's target (<= 2 KB). BENCH_ONLY=memory runs it alone.
@@ -160,7 +165,8 @@ async function contended(impl) {
 // turns for ROUNDS rounds (median round each), as the single-lock section does: one
 // long run each put a slow stretch of this shared machine on one library alone (the
 // ratio of two runs an hour apart ranged 0.47-1.07x). With this process's CPU per
-// cycle (every thread of it: the addon's runtime threads too).
+// cycle (every thread of it: the addon's runtime threads too) and its voluntary
+// context switches per cycle (mostly the JS thread finding no answer yet and sleeping).
 async function redlockUncontended(impls, n) {
   const handles = [];
   for (const impl of impls) {
@@ -169,22 +175,61 @@ async function redlockUncontended(impls, n) {
     handles.push(h);
   }
   const perRound = Math.ceil(n / ROUNDS);
-  const rounds = impls.map(() => ({ perSec: [], cpuUs: [] }));
+  const rounds = impls.map(() => ({ perSec: [], cpuUs: [], switches: [] }));
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, h] of handles.entries()) {
       const cpu0 = process.cpuUsage();
+      const switches0 = process.resourceUsage().voluntaryContextSwitches;
       const t0 = performance.now();
       for (let c = 0; c < perRound; c++) await h.release(await h.acquire());
       const ms = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
+      rounds[i].switches.push((process.resourceUsage().voluntaryContextSwitches - switches0) / perRound);
       rounds[i].perSec.push((perRound / ms) * 1000);
       rounds[i].cpuUs.push((cpu.user + cpu.system) / perRound);
     }
   }
   return rounds.map((r) => {
     const perSec = median(r.perSec);
-    return { perSec, cycleMs: 1000 / perSec, cpuUs: median(r.cpuUs) };
+    return { perSec, cycleMs: 1000 / perSec, cpuUs: median(r.cpuUs), switches: median(r.switches) };
   });
+}
+
+// The Redlock's protocol floors over `clients` (ioredis, one per server): our acquire
+// and release scripts (scripts/libraries.js protocolFloor) sent to every member at
+// once, the cycle's calls resolving once every member answered, or (`quorum`) once
+// the quorum did, as node-redlock's do (the late answers are read in later).
+function redlockFloor(clients, { quorum }) {
+  const floors = clients.map((r) => protocolFloor(r));
+  const needed = Math.floor(clients.length / 2) + 1;
+  const settled = (calls) => (quorum ? new Promise((resolve, reject) => {
+    let done = 0;
+    for (const call of calls) call.then(() => ++done === needed && resolve(), reject);
+  }) : Promise.all(calls));
+  return {
+    name: quorum ? 'floor, quorum' : 'floor, every member',
+    async handle(key) {
+      const members = await Promise.all(floors.map((f) => f.handle(key)));
+      return { acquire: () => settled(members.map((m) => m.acquire())), release: () => settled(members.map((m) => m.release())) };
+    },
+  };
+}
+
+// node-redlock's scripts (SET NX PX on acquire, compare-and-delete on release), sent
+// by ioredis to every member at once, waiting for every answer: node-redlock's server
+// work under our Redlock's rule.
+const NR_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+function nodeRedlockScripts(clients) {
+  return {
+    name: 'node-redlock Lua, every',
+    async handle(key) {
+      const value = require('node:crypto').randomUUID();
+      return {
+        acquire: () => Promise.all(clients.map((r) => r.set(key, value, 'PX', 10_000, 'NX'))),
+        release: () => Promise.all(clients.map((r) => r.eval(NR_RELEASE, 1, key, value))),
+      };
+    },
+  };
 }
 
 // ferrolock's Redlock vs node-redlock's over 3 and over 5 servers started here.
@@ -195,8 +240,8 @@ async function redlockSection(out) {
   try {
     for (let i = 0; i < Math.max(...REDLOCK_SIZES); i++) servers.push(await startRedis());
     out(`Redlock: ferrolock Redlock vs node-redlock v5 over N of ${servers.length} more redis-servers (${servers.map((s) => s.port).join(', ')}), one client per server`);
-    out(`  uncontended: ${REDLOCK_CYCLES} cycles, one handle, in ${ROUNDS} rounds taking turns (median round; cpu: this process's CPU per cycle); contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms on one name; count of a non-atomic counter`);
-    out(`  ${'library'.padEnd(22)} ${'N'.padStart(2)} ${'cycles/s'.padStart(8)} ${'cycle'.padStart(8)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'count'.padStart(6)} ${'lost'.padStart(5)} ${'failed acq.'.padStart(11)} ${'cpu'.padStart(7)}`);
+    out(`  uncontended: ${REDLOCK_CYCLES} cycles, one handle, in ${ROUNDS} rounds taking turns (median round; cpu: this process's CPU per cycle; vcs: its voluntary context switches per cycle); contended: ${WORKERS} async workers x ${SECTIONS} critical sections holding ${HOLD_MS} ms on one name; count of a non-atomic counter`);
+    out(`  ${'library'.padEnd(23)} ${'N'.padStart(2)} ${'cycles/s'.padStart(8)} ${'cycle'.padStart(8)} ${'wall s'.padStart(7)} ${'effic.'.padStart(7)} ${'handoff p50'.padStart(12)} ${'p99'.padStart(9)} ${'(n)'.padStart(5)} ${'longest wait'.padStart(13)} ${'count'.padStart(6)} ${'lost'.padStart(5)} ${'failed acq.'.padStart(11)} ${'cpu'.padStart(7)} ${'vcs'.padStart(5)}`);
     const ratios = [];
     for (const n of REDLOCK_SIZES) {
       const members = servers.slice(0, n);
@@ -227,19 +272,30 @@ async function redlockSection(out) {
           },
         },
       ];
+      const floors = [redlockFloor(clients, { quorum: false }), redlockFloor(clients, { quorum: true }), nodeRedlockScripts(clients)];
       const res = {};
-      const unc = await redlockUncontended(impls, REDLOCK_CYCLES);
+      const unc = await redlockUncontended([...impls, ...floors], REDLOCK_CYCLES);
+      const uncLine = (name, u) => `  ${name.padEnd(23)} ${String(n).padStart(2)} ${u.perSec.toFixed(0).padStart(8)} ${((u.cycleMs * 1000).toFixed(0) + ' us').padStart(8)}`;
+      const tail = (u) => `${(u.cpuUs.toFixed(0) + ' us').padStart(7)} ${u.switches.toFixed(2).padStart(5)}`;
       for (const [i, impl] of impls.entries()) {
         const u = unc[i];
         const r = await contended(impl);
         res[impl.name] = { u, r };
-        out(`  ${impl.name.padEnd(22)} ${String(n).padStart(2)} ${u.perSec.toFixed(0).padStart(8)} ${((u.cycleMs * 1000).toFixed(0) + ' us').padStart(8)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(WORKERS * SECTIONS - r.lost).padStart(6)} ${String(r.lost).padStart(5)} ${String(r.failedAttempts).padStart(11)} ${(u.cpuUs.toFixed(0) + ' us').padStart(7)}`);
+        out(`${uncLine(impl.name, u)} ${(r.wallMs / 1000).toFixed(2).padStart(7)} ${r.efficiency.toFixed(3).padStart(7)} ${(r.p50.toFixed(2) + ' ms').padStart(12)} ${(r.p99.toFixed(2) + ' ms').padStart(9)} ${String(r.handoffs).padStart(5)} ${(r.longestWait.toFixed(1) + ' ms').padStart(13)} ${String(WORKERS * SECTIONS - r.lost).padStart(6)} ${String(r.lost).padStart(5)} ${String(r.failedAttempts).padStart(11)} ${tail(u)}`);
+      }
+      for (const [i, floor] of floors.entries()) {
+        const u = unc[impls.length + i];
+        res[floor.name] = { u };
+        out(`${uncLine(floor.name, u)} ${''.padStart(98)} ${tail(u)}`);
       }
       const f = res['ferrolock Redlock'];
       const o = res['node-redlock v5'];
       const ratio = f.u.perSec / o.u.perSec;
+      const every = res['floor, every member'].u.perSec;
       ratios.push(`redlock N=${n}: ferrolock/node-redlock uncontended ${ratio.toFixed(2)}x (target >= 1.0x: ${ratio >= 1 ? 'met' : 'NOT met'}), ` +
         `contended efficiency ferrolock ${f.r.efficiency.toFixed(2)} (target >= 0.85: ${f.r.efficiency >= 0.85 ? 'met' : 'NOT met'}) vs node-redlock ${o.r.efficiency.toFixed(2)}`);
+      ratios.push(`  floors N=${n}: ferrolock / floor (every member) ${(f.u.perSec / every).toFixed(2)}x; x node-redlock: floor every member ${(every / o.u.perSec).toFixed(2)}x, ` +
+        `floor at the quorum ${(res['floor, quorum'].u.perSec / o.u.perSec).toFixed(2)}x, node-redlock's Lua every member ${(res['node-redlock Lua, every'].u.perSec / o.u.perSec).toFixed(2)}x`);
     }
     for (const line of ratios) out(line);
   } finally {
