@@ -15,7 +15,11 @@
 //! Waiters of other clients (and Redisson's) are woken only by messages, so after
 //! [`STREAK`] hand-offs in a row a release frees the lock and publishes as usual
 //! (the count travels with the hold, so it survives the waiters' comings and goings).
+//!
+//! A release may also be told whom to hand to ([`Directed`]): a multi-lock hands
+//! every member to the next holder of the same multi-lock (lock/multi/follow.rs).
 
+use std::any::Any;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -43,11 +47,22 @@ pub(crate) struct Candidate {
     /// The successor's operation lock while claimed: no other call may change its
     /// hold until the hand-off is settled.
     claim_guard: Mutex<Option<OwnedMutexGuard<()>>>,
+    /// What else the acquire waits for, for a release that hands over more than this
+    /// lock (a multi-lock's acquire waiting on one of its members).
+    follower: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Candidate {
     pub fn new(holder: Arc<Holder>, lease_ms: Option<u64>) -> Arc<Candidate> {
-        Arc::new(Candidate { holder, lease_ms, claim: Claim::default(), claim_guard: Mutex::new(None) })
+        Candidate::following(holder, lease_ms, None)
+    }
+
+    pub fn following(holder: Arc<Holder>, lease_ms: Option<u64>, follower: Option<Arc<dyn Any + Send + Sync>>) -> Arc<Candidate> {
+        Arc::new(Candidate { holder, lease_ms, claim: Claim::default(), claim_guard: Mutex::new(None), follower })
+    }
+
+    pub fn follower(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.follower.as_ref()
     }
 
     // The acquire's side (lock/mod.rs), as the claim has it.
@@ -100,6 +115,31 @@ impl Successor for Candidate {
     }
 }
 
+/// A successor chosen by whoever asks for the release, instead of the first in the
+/// hub's queue. Dropped unused (the release did not hand over), it is let go and
+/// woken to go on by itself.
+pub(crate) struct Directed(Option<Claimed>);
+
+impl Directed {
+    pub fn new(claimed: Claimed) -> Directed {
+        Directed(Some(claimed))
+    }
+
+    pub fn take(mut self) -> Option<Claimed> {
+        self.0.take()
+    }
+}
+
+impl Drop for Directed {
+    fn drop(&mut self) {
+        let Some(claimed) = self.0.take() else { return };
+        if let Ok(candidate) = claimed.successor.as_any().downcast::<Candidate>() {
+            candidate.unclaim();
+        }
+        (claimed.wake)();
+    }
+}
+
 /// A hand-off under way, from the claim until the release script's outcome.
 pub(crate) struct Handoff {
     candidate: Arc<Candidate>,
@@ -123,6 +163,8 @@ impl Handoff {
         let successor = candidate.holder.clone();
         if successor.cell.state.lock().unwrap().count != 0 {
             candidate.unclaim();
+            // Whoever waits for the claim to settle (a multi-lock's acquire) must see it.
+            (claimed.wake)();
             return None;
         }
         let lease = candidate.lease_ms;

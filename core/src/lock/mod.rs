@@ -230,12 +230,21 @@ impl Lock {
     /// Dropping the returned future at any point leaves nothing held and no
     /// subscription behind.
     pub async fn acquire_hold(&self, options: AcquireOptions) -> Result<Option<Hold>> {
-        let lease_ms = options.lease.map(validate::lease).transpose()?;
-        let deadline = options.wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
-        let holder = match &self.repr {
-            Repr::One { holder, .. } => holder,
-            Repr::Many(multi) => return Box::pin(multi.acquire(lease_ms, deadline)).await,
-        };
+        match &self.repr {
+            Repr::One { .. } => self.acquire_offering(options, None).await,
+            Repr::Many(multi) => {
+                let (lease_ms, deadline) = bounds(&options)?;
+                Box::pin(multi.acquire(lease_ms, deadline)).await
+            }
+        }
+    }
+
+    /// A single lock's acquire, offering `candidate` to this client's releases once it
+    /// waits (made by a multi-lock waiting on this member, which must know it; `None`:
+    /// made when it starts waiting).
+    pub(crate) async fn acquire_offering(&self, options: AcquireOptions, candidate: Option<Arc<handoff::Candidate>>) -> Result<Option<Hold>> {
+        let (lease_ms, deadline) = bounds(&options)?;
+        let holder = self.one()?;
         let ctx = &holder.ctx;
         let channel = waiting::Channel {
             hub: &ctx.hub,
@@ -247,7 +256,7 @@ impl Lock {
         let acquirer = acquirer::LockAcquire {
             holder,
             lease_ms,
-            candidate: OnceLock::new(),
+            candidate: candidate.map_or_else(OnceLock::new, OnceLock::from),
             queued: AtomicBool::new(false),
             deadline,
             reporter: OnceLock::new(),
@@ -349,4 +358,11 @@ impl Lock {
             Repr::Many(multi) => *multi.on_lost.lock().unwrap() = callback,
         }
     }
+}
+
+/// An acquire's lease and deadline, checked.
+fn bounds(options: &AcquireOptions) -> Result<(Option<u64>, Option<Instant>)> {
+    let lease_ms = options.lease.map(validate::lease).transpose()?;
+    let deadline = options.wait.map(validate::wait).transpose()?.map(|w| Instant::now() + w);
+    Ok((lease_ms, deadline))
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use futures_util::future::BoxFuture;
 
+use super::handoff::Directed;
 use super::holder::{Holder, Level, PendingHold};
 use super::release::release_revived;
 use super::{note, reentrant, wire};
@@ -27,8 +28,14 @@ impl Holder {
 
     /// Releases one level (or all), idempotently (see reentrant.rs).
     pub async fn release(self: &Arc<Self>, all: bool) -> Result<Released> {
+        self.release_to(all, None).await
+    }
+
+    /// [`Holder::release`], handing a hold it ends to `directed` rather than to the
+    /// hub's first waiter (a multi-lock's member, multi/follow.rs).
+    pub async fn release_to(self: &Arc<Self>, all: bool, directed: Option<Directed>) -> Result<Released> {
         let this = self.clone();
-        let released = detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard).await }).await;
+        let released = detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard, directed).await }).await;
         // A note left by the hold goes with it (awaited: a process that exits right
         // after must not leave it for a lease); a lost hold's too, once it is told.
         let ended = match &released {

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::handoff::{Handoff, STREAK};
+use super::handoff::{Directed, Handoff, STREAK};
 use super::holder::{Holder, Level, PendingHold};
 use super::release::{release_script, Levels, ReleaseReply};
 use super::unanswered::{self, Unanswered};
@@ -217,8 +217,9 @@ async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>
     }
 }
 
-/// Releases one level (or all), under the holder's operation lock (`guard`).
-pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard) -> Result<Released> {
+/// Releases one level (or all), under the holder's operation lock (`guard`);
+/// `directed`: the successor to hand to instead of the hub's first waiter.
+pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard, directed: Option<Directed>) -> Result<Released> {
     let (lease_ms, full, deadline, streak) = {
         let mut st = h.cell.state.lock().unwrap();
         if st.count == 0 && st.lost_levels > 0 {
@@ -234,13 +235,17 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard) -> 
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
     let mut handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
-        let claimed = h.ctx.hub.claim_successor(&h.names.channel(), h.uid);
+        let claimed = match directed {
+            Some(directed) => directed.take(),
+            None => h.ctx.hub.claim_successor(&h.names.channel(), h.uid),
+        };
         // Letting an unfenced successor go before the reply is only as safe as this
         // hold: it must outlive the reply (see handoff.rs). (Only read the clock when
         // there is a successor: every clock read shows in the uncontended cycle.)
         let early = || deadline > Instant::now() + h.ctx.config.response_timeout;
         claimed.and_then(|claimed| Handoff::start(claimed, early(), streak + 1))
     } else {
+        drop(directed);
         None
     };
     let mut outcome = run_release(h, lease_ms, all, handoff.as_ref()).await;
