@@ -42,18 +42,8 @@ function rawName(name, what) {
 
 class Client {
   #native;
-  #locks = new Map(); // native lock id -> WeakRef<Lock>, for 'lost' events
-  #registry = new FinalizationRegistry((id) => this.#locks.delete(id));
-  #held = new HeldLocks(); // the locks that hold: kept reachable until their hold ends
+  #held = new HeldLocks(); // the locks that hold, by lock id: kept reachable until their hold ends, told their losses
   #host; // the socket calls made on this thread send on (lib/host.js)
-  // What a lock of this client (and a multi-lock over it) needs of the client.
-  #home = {
-    held: this.#held,
-    adopt: (lock, id) => {
-      this.#locks.set(id, new WeakRef(lock));
-      this.#registry.register(lock, id);
-    },
-  };
 
   constructor(nativeClient) {
     if (!nativeClient || typeof nativeClient.lock !== 'function') {
@@ -61,9 +51,9 @@ class Client {
     }
     this.#native = nativeClient;
     this.#host = new HostConnection(nativeClient);
+    // The handler keeps this client reachable (a client that holds is not collected).
     nativeClient.setLostHandler((lockId, seq, message, reason) => {
-      const lock = this.#locks.get(lockId)?.deref();
-      if (lock) lock[lostEvent](seq, message, reason);
+      this.#held.get(lockId)?.[lostEvent](seq, message, reason);
     });
   }
 
@@ -134,9 +124,7 @@ class Client {
 
   /** A Lock over a native lock handle of this client. */
   #wrap(nativeLock, label) {
-    const lock = new Lock(nativeLock, this.#held, { home: this.#home, label });
-    this.#home.adopt(lock, nativeLock.id);
-    return lock;
+    return new Lock(nativeLock, this.#held, { label });
   }
 
   /** A handle on `name` of `kind` (the core's name of a lock kind). */

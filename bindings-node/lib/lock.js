@@ -16,6 +16,9 @@ const { abortError, watchSignal, unwatchSignal } = require('./abort');
 const { holder } = require('./holder');
 
 const kNative = Symbol('native');
+const kId = Symbol('id');
+const kRouted = Symbol('routed');
+const kAcquiring = Symbol('acquiring');
 const COUNT_SPAN = 2 ** 21;
 const lostEvent = Symbol('lostEvent');
 
@@ -26,35 +29,43 @@ const MULTI = optionKeys('Lock.multi', ['quorum']);
 const EXTEND = optionKeys('extend', ['replace']);
 
 /**
- * The lock objects of one client that hold right now. The client keeps them
- * reachable: a hold never ends because its lock object was garbage-collected
- * (core keeps the hold itself anyway), and its 'lost' event still has a listener
- * to reach. A lock leaves when its hold ends (released, lost, client closed), and
- * is then collectable again.
+ * The lock objects of one client that hold right now, by lock id: the client keeps
+ * them reachable (a hold never ends because its lock object was garbage-collected,
+ * and its 'lost' event still has a listener to reach) and routes their losses through
+ * here. A lock is also here while an acquire of it is in flight (its loss may overtake
+ * the reply) and while a loss of it is still to be told. Only these need routing: an
+ * unheld lock costs its client nothing (issue 30: no WeakRef and finalization entry
+ * per lock object).
  */
 class HeldLocks {
-  #locks = new Set();
+  #locks = new Map();
   #sweepAt = 64;
 
+  /** The lock with native id `id`, if its losses are routed now. */
+  get(id) {
+    return this.#locks.get(id);
+  }
+
   /**
-   * After an acquire, release or loss of `lock`: keeps it while core says it holds.
+   * After an acquire, release or loss of `lock`: keeps it while it needs routing.
    * `count`: the hold count when the caller knows it (saves asking the addon).
    */
-  update(lock, count = lock[kNative].localHoldCount) {
-    if (count > 0) {
-      if (this.#locks.has(lock)) return;
-      this.#locks.add(lock);
+  update(lock, count) {
+    const id = lock[kId];
+    if (count > 0 || (count === undefined ? lock[kRouted]() : lock[kAcquiring] > 0)) {
+      if (this.#locks.has(id)) return;
+      this.#locks.set(id, lock);
       if (this.#locks.size >= this.#sweepAt) this.#sweep();
     } else {
-      this.#locks.delete(lock);
+      this.#locks.delete(id);
     }
   }
 
   // Lock objects on one holder (the same holderId) share its hold: a release
   // through one ends the others' too, without telling them. Amortized O(1) per add.
   #sweep() {
-    for (const lock of this.#locks) {
-      if (lock[kNative].localHoldCount === 0) this.#locks.delete(lock);
+    for (const [id, lock] of this.#locks) {
+      if (!lock[kRouted]()) this.#locks.delete(id);
     }
     this.#sweepAt = Math.max(64, 2 * this.#locks.size);
   }
@@ -166,28 +177,28 @@ class Hold {
 const QUORUMS = ['majority', 'all'];
 const NO_MEMBERS = Object.freeze([]);
 
-class Lock extends EventEmitter {
-  #native;
-  #handle; // what native.lockAcquire / lockRelease take (src/fast.rs)
-  #held; // the client's HeldLocks (a multi-lock: each of its members' clients')
-  #home; // a single lock's client, as { held, adopt(lock, id) }; null for a multi-lock
+// An EventEmitter whose constructor does not run (see the prototypes set after the
+// class): EventEmitter's methods make `_events` on the first listener, so a lock
+// nobody listens to carries no listener table (issue 30: memory per lock object).
+class Lock {
+  #native; // also what native.lockAcquire / lockRelease take (src/fast.rs)
+  #id; // the native lock id its losses are told under
+  #held; // the client's HeldLocks (a multi-lock: { update } over each of its members' clients')
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
-  #state; // the HoldState of the current (or latest, or next) hold
+  #state = null; // the HoldState of the current (or latest, or next) hold, made when first needed
   #early = null; // { seq, message, reason }: a loss told before the acquire that made that hold returned
   #label = null; // what core has as this holder's label (only changes cross to the addon)
+  #acquiring = 0; // acquires in flight: while any is, the client routes this lock's losses
 
   /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
-  constructor(nativeLock, held, { home = null, members = [], label } = {}) {
-    super();
+  constructor(nativeLock, held, { members = [], label } = {}) {
     if (!nativeLock || typeof nativeLock.handle !== 'function' || !held) {
       throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
     }
     this.#native = nativeLock;
-    this.#handle = nativeLock; // the hot calls find the core handle through its wrap (src/fast.rs)
+    this.#id = nativeLock.id;
     this.#held = held;
-    this.#home = home;
     this.#members = members.length === 0 ? NO_MEMBERS : Object.freeze([...members]); // one array for every single lock
-    this.#state = new HoldState(null);
     if (label !== undefined) this.#relabel(label);
   }
 
@@ -255,15 +266,31 @@ class Lock extends EventEmitter {
     });
     // Core refuses one name twice on one client (and a multi-lock member) too.
     const nativeLock = callSync(() => native.multiLock(members.map((m) => m.#native), o.quorum));
-    const homes = [...new Set(members.map((m) => m.#home))];
-    const held = { update: (lock, count) => homes.forEach((home) => home.held.update(lock, count)) };
-    const lock = new Lock(nativeLock, held, { members });
-    for (const home of homes) home.adopt(lock, nativeLock.id);
-    return lock;
+    // Its losses are told by the first open client among its members': each routes it.
+    const homes = [...new Set(members.map((m) => m.#held))];
+    const held = { update: (lock, count) => homes.forEach((home) => home.update(lock, count)) };
+    return new Lock(nativeLock, held, { members });
   }
 
   get [kNative]() {
     return this.#native;
+  }
+
+  get [kId]() {
+    return this.#id;
+  }
+
+  get [kAcquiring]() {
+    return this.#acquiring;
+  }
+
+  /**
+   * True while the client must route this lock's losses: it holds, an acquire is in
+   * flight, or its latest hold was lost and that is still to be told here.
+   */
+  [kRouted]() {
+    if (this.#acquiring > 0 || this.#native.localHoldCount > 0) return true;
+    return this.#native.lost && (this.#state === null || this.#state.error === null);
   }
 
   /** The member Lock objects of a multi-lock, in order; empty for a single lock. */
@@ -316,13 +343,19 @@ class Lock extends EventEmitter {
 
   /** Aborted when the current hold is lost. Before the first acquire: the next hold's signal. */
   get signal() {
-    return this.#state.signal;
+    return this.#next().signal;
+  }
+
+  /** The HoldState of the current hold, or of the next one before this handle's first. */
+  #next() {
+    if (this.#state === null) this.#state = new HoldState(null);
+    return this.#state;
   }
 
   #hold(info) {
-    if (info.seq !== this.#state.seq) {
-      // A new hold: its own signal (the unused initial one, or a fresh one).
-      if (this.#state.seq !== null) this.#state = new HoldState(info.seq);
+    if (this.#state === null || info.seq !== this.#state.seq) {
+      // A new hold: its own signal (the unused one of "the next hold", or a fresh one).
+      if (this.#state === null || this.#state.seq !== null) this.#state = new HoldState(info.seq);
       else this.#state.seq = info.seq;
     }
     const hold = new Hold(this, info, this.#state);
@@ -336,7 +369,7 @@ class Lock extends EventEmitter {
   }
 
   [lostEvent](seq, message, reason) {
-    if (seq === this.#state.seq) this.#lost(message, reason);
+    if (seq === this.#state?.seq) this.#lost(message, reason);
     else if (this.#native.localHoldCount === 0) this.#early = { seq, message, reason }; // maybe a hold whose acquire is still to return
     this.#held.update(this);
   }
@@ -372,8 +405,10 @@ class Lock extends EventEmitter {
     if (signal && signal.aborted) throw abortError(signal);
     const cancelId = signal ? watchSignal(signal) : undefined;
     let count; // known once acquired
+    this.#acquiring++;
+    this.#held.update(this, 1); // routed from now: a loss may overtake the reply
     try {
-      const info = await native.lockAcquire(this.#handle, waitMs, leaseMs, cancelId);
+      const info = await native.lockAcquire(this.#native, waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) {
         if (orThrow) throw this.#notAcquired(waitMs);
         return null;
@@ -388,6 +423,7 @@ class Lock extends EventEmitter {
       throw err;
     } finally {
       if (signal) unwatchSignal(signal, cancelId);
+      this.#acquiring--;
       this.#held.update(this, count);
     }
   }
@@ -437,7 +473,7 @@ class Lock extends EventEmitter {
   async release() {
     let left; // levels this holder still holds, once released
     try {
-      left = await native.lockRelease(this.#handle);
+      left = await native.lockRelease(this.#native);
     } catch (e) {
       throw convert(e);
     } finally {
@@ -573,5 +609,8 @@ function describe(value) {
   if (typeof value !== 'object') return String(value);
   return value.constructor?.name ? `a ${value.constructor.name}` : 'an object';
 }
+
+Object.setPrototypeOf(Lock.prototype, EventEmitter.prototype);
+Object.setPrototypeOf(Lock, EventEmitter);
 
 module.exports = { Lock, Hold, HeldLocks, lostEvent };

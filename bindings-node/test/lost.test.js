@@ -4,7 +4,7 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { once } = require('node:events');
+const { EventEmitter, once, getEventListeners } = require('node:events');
 const { setImmediate: tick } = require('node:timers/promises');
 const { Client, LockLostError } = require('..');
 const { within, eventually, useRedis } = require('./helpers');
@@ -166,6 +166,51 @@ test("no warning when the loss is heard: a 'lost' listener, or an abort listener
     assert.equal(byEvent.lost && bySignal.lost, true);
   } finally {
     warnings.stop();
+    await a.close();
+  }
+});
+
+test("a lock is an EventEmitter whose listener table is made by its first listener", async () => {
+  const a = await Client.connect(server.url);
+  try {
+    const lock = a.lock('lost:emitter');
+    assert.ok(lock instanceof EventEmitter);
+    assert.equal(Object.hasOwn(lock, '_events'), false, 'no listener table before a listener');
+    assert.equal(lock.listenerCount('lost'), 0);
+    assert.deepEqual(lock.eventNames(), []);
+    assert.deepEqual(getEventListeners(lock, 'lost'), []);
+    assert.equal(lock.emit('lost', 0), false);
+    assert.equal(lock.removeListener('lost', () => {}), lock);
+    assert.equal(lock.getMaxListeners(), EventEmitter.defaultMaxListeners);
+    assert.throws(() => lock.emit('error', new Error('unhandled')), /unhandled/, "an 'error' nobody listens to throws, as on any emitter");
+
+    const seen = [];
+    const onLost = (x) => seen.push(`on ${x}`);
+    assert.equal(lock.on('lost', onLost), lock);
+    lock.once('lost', (x) => seen.push(`once ${x}`));
+    lock.prependListener('lost', (x) => seen.push(`first ${x}`));
+    assert.equal(lock.listenerCount('lost'), 3);
+    assert.deepEqual(lock.eventNames(), ['lost']);
+    assert.equal(lock.emit('lost', 1), true);
+    lock.off('lost', onLost);
+    lock.emit('lost', 2);
+    assert.deepEqual(seen, ['first 1', 'on 1', 'once 1', 'first 2']);
+    const custom = once(lock, 'custom');
+    lock.emit('custom', 3);
+    assert.deepEqual(await custom, [3]);
+    lock.removeAllListeners();
+    assert.equal(lock.listenerCount('lost'), 0);
+    lock.setMaxListeners(1);
+    assert.equal(lock.getMaxListeners(), 1);
+
+    // A listener added after the acquire, to a lock whose table was emptied, hears the loss.
+    const fresh = a.lock('lost:emitter:late');
+    const hold = await fresh.acquire({ leaseMs: 300 });
+    assert.equal(Object.hasOwn(fresh, '_events'), false);
+    const [err] = await within(once(fresh, 'lost'), 5000, "'lost' at the lease end");
+    assert.ok(err instanceof LockLostError);
+    assert.equal(hold.lost, true);
+  } finally {
     await a.close();
   }
 });
