@@ -1,15 +1,19 @@
 //! Multi-locks over independent redis-servers (each test starts its own): Redlock
 //! (majority) and MultiLock (all) — exclusion, progress with members down, loss,
-//! validity, and the documented unsafe case of a member restarted without
-//! persistence (the test reproduces it, so it can see it), with its mitigation.
+//! validity, the documented unsafe case of a member restarted without
+//! persistence (the test reproduces it, so it can see it), with its mitigation, and
+//! the hand-off of every member to the next holder of the same multi-lock in a client.
 
 mod common;
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferrolock::{AcquireOptions, Client, ErrorKind, Lock, Quorum};
+use ferrolock::{AcquireOptions, Client, ErrorKind, HolderNotes, Lock, Quorum};
+use redis::AsyncCommands;
 
 /// One ferrolock client per server: a process's view of N masters.
 async fn clients_for(urls: &[String], watchdog_ms: u64) -> Vec<Client> {
@@ -286,16 +290,22 @@ async fn a_multilock_needs_every_member() {
     assert_eq!(twice.unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
+/// A Redlock over 3 masters held, then the client of member `first` shut down:
+/// 2 of 3 still held.
+async fn held_then_one_client_shut_down(name: &str, first: usize) -> (Vec<RedisServer>, Vec<Client>, ferrolock::Guard) {
+    let masters = servers(3);
+    let clients = clients_for(&urls(&masters), 5_000).await;
+    let guard = redlock(&clients, name).acquire().await.unwrap();
+    clients[first].shutdown().await.unwrap();
+    assert!(!guard.is_lost(), "2 of 3 still held");
+    (masters, clients, guard)
+}
+
 /// A member's client shutting down releases that member behind the multi-lock's
 /// back: it counts as no longer held.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_client_shutting_down_counts_against_the_quorum() {
-    let masters = servers(3);
-    let clients = clients_for(&urls(&masters), 5_000).await;
-    let lock = redlock(&clients, "rl:closed");
-    let guard = lock.acquire().await.unwrap();
-    clients[0].shutdown().await.unwrap();
-    assert!(!guard.is_lost(), "2 of 3 still held");
+    let (masters, clients, guard) = held_then_one_client_shut_down("rl:closed", 0).await;
     let _: i64 = redis::cmd("DEL").arg("rl:closed").query_async(&mut masters[1].raw().await).await.unwrap();
     clients[1].renew_held_locks().await.unwrap();
     eventually(Duration::from_secs(5), "the loss told", || async { guard.is_lost() }).await;
@@ -344,14 +354,198 @@ async fn losses_are_watched_across_holds_with_no_task_per_hold() {
 /// two of three gone loses the hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn most_member_clients_shutting_down_lose_the_hold() {
-    let masters = servers(3);
-    let clients = clients_for(&urls(&masters), 5_000).await;
-    let lock = redlock(&clients, "rl:closing");
-    let guard = lock.acquire().await.unwrap();
-    clients[2].shutdown().await.unwrap();
-    assert!(!guard.is_lost(), "2 of 3 still held");
+    let (_masters, clients, guard) = held_then_one_client_shut_down("rl:closing", 2).await;
     clients[0].shutdown().await.unwrap();
     eventually(Duration::from_secs(5), "the loss told", || async { guard.is_lost() }).await;
     let error = guard.lock().lost_error().unwrap();
     assert!(error.message().contains("member 1") && error.message().contains("member 3"), "{}", error.message());
+}
+
+/// Clients without holder notes: a test that counts script calls must not see a
+/// note written because the machine was slow.
+async fn quiet_clients(urls: &[String]) -> Vec<Client> {
+    let mut clients = Vec::new();
+    for url in urls {
+        clients.push(builder(url, 10_000).holder_notes(HolderNotes::Off).connect().await.unwrap());
+    }
+    clients
+}
+
+async fn raws(masters: &[RedisServer]) -> Vec<redis::aio::MultiplexedConnection> {
+    let mut raws = Vec::new();
+    for server in masters {
+        raws.push(server.raw().await);
+    }
+    raws
+}
+
+/// Spawns `lock.acquire_with(options)` and returns once it waits on the first
+/// member (parked in the client of that member, `first`).
+async fn spawn_waiting(first: &Client, lock: &Lock, options: AcquireOptions) -> tokio::task::JoinHandle<ferrolock::Result<ferrolock::Hold>> {
+    let parked = first.waiting_acquires();
+    let waiting = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire_with(options).await.map(|g| g.expect("acquired within its wait").into_hold()) }
+    });
+    eventually(Duration::from_secs(5), "the acquire waits on the first member", || async { first.waiting_acquires() == parked + 1 }).await;
+    waiting
+}
+
+/// A Redlock's release gives every member to the next holder of the same Redlock
+/// in its client: one release script per member and nothing else (the next holder
+/// sends no try of its own), no message, each member's field that holder's, with its
+/// own lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_every_member_to_the_next_holder_of_the_same_redlock() {
+    let masters = servers(3);
+    let mut raws = raws(&masters).await;
+    let clients = quiet_clients(&urls(&masters)).await;
+    let (a, b) = (redlock(&clients, "rl:handed"), redlock(&clients, "rl:handed"));
+    // Scripts loaded first: the first call of a script counts twice (NOSCRIPT, then the call).
+    a.acquire().await.unwrap().release().await.unwrap();
+    // Explicit leases: no renewal lands among the counted calls. A long wait: its
+    // share per member (a third) outlasts a slow machine.
+    let lease = AcquireOptions { wait: Some(Duration::from_secs(30)), lease: Some(Duration::from_secs(10)) };
+    let held = a.acquire_with(lease).await.unwrap().expect("free");
+    let waiting = spawn_waiting(&clients[0], &b, lease).await;
+    let mut before = Vec::new();
+    for raw in &mut raws {
+        before.push((script_calls(raw).await, command_calls(raw, &["publish"]).await));
+    }
+
+    held.release().await.unwrap();
+    let hold = waiting.await.unwrap().unwrap();
+
+    for (i, raw) in raws.iter_mut().enumerate() {
+        let owner = b.members()[i].owner().to_string();
+        let fields: HashMap<String, i64> = raw.hgetall("rl:handed").await.unwrap();
+        assert_eq!(fields, HashMap::from([(owner, 1)]), "member {i} handed to the next holder");
+        let pttl: i64 = raw.pttl("rl:handed").await.unwrap();
+        assert!(pttl > 8_000 && pttl <= 10_000, "member {i}: the next holder's own lease, PTTL {pttl}");
+        assert_eq!(command_calls(raw, &["publish"]).await, before[i].1, "member {i} never went free: nothing published");
+        if i > 0 {
+            // Member 0 may also see a late message of the warm-up wake its waiter for a try.
+            assert_eq!(script_calls(raw).await - before[i].0, 1, "member {i}: the release script alone, no try of the next holder");
+        }
+    }
+    assert!(!hold.is_lost());
+    assert_eq!((b.local_hold_count(), a.local_hold_count()), (1, 0));
+    assert!(b.members().iter().all(|m| m.local_hold_count() == 1));
+    assert_eq!(a.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
+    b.release().await.unwrap();
+    for server in &masters {
+        assert!(!exists(server, "rl:handed").await);
+    }
+}
+
+/// A member the releaser has lost is not handed: the next holder gets the others
+/// (a majority), and nothing of the lost one, which another client holds now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_member_is_not_handed_over() {
+    let masters = servers(3);
+    let mut raws = raws(&masters).await;
+    let clients = quiet_clients(&urls(&masters)).await;
+    let (a, b) = (redlock(&clients, "rl:part"), redlock(&clients, "rl:part"));
+    let held = a.acquire().await.unwrap();
+    let _: i64 = raws[2].del("rl:part").await.unwrap();
+    clients[2].renew_held_locks().await.unwrap();
+    assert!(a.members()[2].is_lost() && !held.is_lost(), "member 3 lost, 2 of 3 still held");
+    let other = client(&masters[2].url(), 10_000).await;
+    let theirs = other.lock("rl:part").unwrap().acquire().await.unwrap();
+    let waiting = spawn_waiting(&clients[0], &b, AcquireOptions::wait(Duration::from_secs(30))).await;
+    let tried = script_calls(&mut raws[1]).await;
+
+    held.release().await.unwrap();
+    let hold = waiting.await.unwrap().unwrap();
+
+    assert!(!hold.is_lost(), "2 of 3 handed");
+    assert_eq!(script_calls(&mut raws[1]).await - tried, 1, "member 2 handed by the release script alone");
+    for i in 0..2 {
+        let fields: HashMap<String, i64> = raws[i].hgetall("rl:part").await.unwrap();
+        assert_eq!(fields, HashMap::from([(b.members()[i].owner().to_string(), 1)]), "member {i}");
+    }
+    let fields: HashMap<String, i64> = raws[2].hgetall("rl:part").await.unwrap();
+    assert_eq!(fields, HashMap::from([(theirs.lock().owner().to_string(), 1)]), "the lost member is the other client's");
+    let (third, handed) = (&b.members()[2], b.members()[1].local_hold_count());
+    assert_eq!((third.local_hold_count(), third.is_lost(), handed), (0, false, 1), "nothing of the lost member given to the next holder");
+    b.release().await.unwrap();
+    theirs.release().await.unwrap();
+}
+
+/// Holders of one client handing a Redlock round among themselves still let
+/// another client in (each member's streak, as for a single lock), keep the count
+/// exact, and most releases hand over (few publish, on every member).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_clients_get_in_between_streaks_of_redlock_hand_offs() {
+    let masters = servers(3);
+    let mut raws = raws(&masters).await;
+    let ours = clients_for(&urls(&masters), 10_000).await;
+    let theirs = clients_for(&urls(&masters), 10_000).await;
+    let (sections, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+    let counter = Arc::new(Mutex::new(0u64));
+    let publishes = command_calls(&mut raws[1], &["publish"]).await;
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, sections, stop, counter) = (redlock(&ours, "rl:streak"), sections.clone(), stop.clone(), counter.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Acquire) {
+                    let guard = lock.acquire().await.unwrap();
+                    let seen = *counter.lock().unwrap();
+                    tokio::task::yield_now().await;
+                    *counter.lock().unwrap() = seen + 1;
+                    sections.fetch_add(1, Ordering::AcqRel);
+                    guard.release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    eventually(Duration::from_secs(20), "our holders took turns", || async { sections.load(Ordering::Acquire) >= 100 }).await;
+    let (done, published) = (sections.load(Ordering::Acquire), command_calls(&mut raws[1], &["publish"]).await - publishes);
+    assert!(published * 3 < done, "most releases of member 2 handed over: {published} messages for {done} sections");
+    let other = redlock(&theirs, "rl:streak");
+    let got = other.acquire_with(AcquireOptions::wait(Duration::from_secs(10))).await.unwrap();
+    assert!(got.is_some(), "another client got in between streaks");
+    let seen = *counter.lock().unwrap();
+    *counter.lock().unwrap() = seen + 1;
+    got.unwrap().release().await.unwrap();
+    stop.store(true, Ordering::Release);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(*counter.lock().unwrap(), sections.load(Ordering::Acquire) + 1, "never two holders");
+}
+
+/// A waiter of the same Redlock that goes away while a release hands it every
+/// member (aborted at the same moment, many times over) leaves nothing held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_aborted_during_a_redlock_hand_off_leaves_nothing_held() {
+    let masters = servers(3);
+    let clients = quiet_clients(&urls(&masters)).await;
+    let (a, b) = (redlock(&clients, "rl:abort"), redlock(&clients, "rl:abort"));
+    let (mut handed, mut aborted) = (0, 0);
+    for _ in 0..20 {
+        let held = a.acquire().await.unwrap();
+        let waiting = spawn_waiting(&clients[0], &b, AcquireOptions::wait(Duration::from_secs(30))).await;
+        let (released, ()) = tokio::join!(held.release(), async { waiting.abort() });
+        released.unwrap();
+        match waiting.await {
+            Ok(hold) => {
+                assert!(!hold.unwrap().is_lost());
+                b.release().await.unwrap();
+                handed += 1;
+            }
+            Err(e) => {
+                assert!(e.is_cancelled());
+                aborted += 1;
+            }
+        }
+        eventually(Duration::from_secs(5), "nothing held by the waiter that went away", || async {
+            b.members().iter().all(|m| m.local_hold_count() == 0 && !m.is_settling())
+        })
+        .await;
+        for server in &masters {
+            eventually(Duration::from_secs(5), "no member left on a server", || async { !exists(server, "rl:abort").await }).await;
+        }
+    }
+    eprintln!("{handed} handed before the abort, {aborted} aborted");
 }

@@ -6,7 +6,8 @@
 //! members before it, so contenders never hold parts of the lock while waiting for
 //! each other's (no livelock of several clients each taking some members), and the
 //! waiters of one lock all queue on the same member, where a release of the same
-//! client hands it over (handoff.rs). A new acquire queues behind its client's
+//! client hands it over (handoff.rs), all of them at once when the release is of
+//! the same multi-lock (follow.rs). A new acquire queues behind its client's
 //! waiters on a member rather than racing them for the members after it.
 //!
 //! Waits per member are Redisson's: the remaining wait (all members needed) or the
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
+use super::follow::Follower;
 use super::taken::Taken;
 use super::{Multi, Quorum};
 use crate::error::{Error, ErrorKind, Result};
@@ -40,7 +42,7 @@ impl Multi {
         loop {
             let mut round = Round::new(self, lease_ms, lease, drift, deadline);
             round.run().await;
-            let elapsed = round.started.elapsed();
+            let elapsed = round.valid_from.elapsed();
             if round.taken.len() >= self.needed && lease > elapsed + drift {
                 return Ok(Some(self.hold_level(round.taken.keep())));
             }
@@ -73,6 +75,10 @@ struct Round<'a> {
     lease_ms: Option<u64>,
     deadline: Option<Instant>,
     started: Instant,
+    /// Its validity's clock: no member it holds was taken before this.
+    valid_from: Instant,
+    lease: Duration,
+    drift: Duration,
     /// The round's wait: the caller's, or (no deadline) Redisson's 1.5 s per member.
     budget: Duration,
     /// When a hold taken now would have no validity left.
@@ -95,7 +101,7 @@ impl<'a> Round<'a> {
         let n = multi.members.len();
         let budget = deadline.map_or(Duration::from_millis(1500) * n as u32, |d| d.saturating_duration_since(started));
         let valid_until = (started + lease).checked_sub(drift).unwrap_or(started);
-        Round { multi, lease_ms, deadline, started, budget, valid_until, extra_until: None, taken: Taken::new(multi), failures: Vec::new(), given_up: 0, out: vec![false; n], waited: false }
+        Round { multi, lease_ms, deadline, started, valid_from: started, lease, drift, budget, valid_until, extra_until: None, taken: Taken::new(multi), failures: Vec::new(), given_up: 0, out: vec![false; n], waited: false }
     }
 
     fn won(&self) -> bool {
@@ -132,7 +138,7 @@ impl<'a> Round<'a> {
                 return;
             }
             // What it gave back, what was busy and what it did not try yet: all at once again.
-            next = (first + 1..n).filter(|i| !self.out[*i]).collect();
+            next = (first + 1..n).filter(|i| !self.out[*i] && !self.taken.has(*i)).collect();
         }
     }
 
@@ -182,10 +188,31 @@ impl<'a> Round<'a> {
         };
         let bound = self.bound().saturating_duration_since(now);
         let options = AcquireOptions { wait: Some(wait.min(bound).max(Duration::from_millis(1))), lease: self.lease() };
-        match tokio::time::timeout(bound, self.multi.members[member].acquire_hold(options)).await {
-            Ok(Ok(Some(hold))) => self.taken.push(member, hold),
+        // Holding nothing, it may be handed every member at once (follow.rs).
+        let follower = (self.taken.len() == 0).then(|| Follower::new(self.multi, self.lease_ms));
+        let candidate = follower.as_ref().map(|f| f.candidate(member));
+        match tokio::time::timeout(bound, self.multi.members[member].acquire_offering(options, candidate)).await {
+            Ok(Ok(Some(hold))) => {
+                self.taken.push(member, hold);
+                if let Some(follower) = follower {
+                    self.follow(&follower).await;
+                }
+            }
             Ok(Ok(None)) | Err(_) => self.give_up(member),
             Ok(Err(e)) => self.fail(member, e),
+        }
+    }
+
+    /// Takes the members a release handed it along with the one it waited on.
+    async fn follow(&mut self, follower: &Follower) {
+        let Ok((chosen_at, holds)) = tokio::time::timeout_at(self.bound().into(), follower.collect()).await else { return };
+        if let Some(at) = chosen_at.filter(|at| *at > self.valid_from) {
+            // Everything it holds was taken since: a hold that old is as valid as one taken then.
+            self.valid_from = at;
+            self.valid_until = (at + self.lease).checked_sub(self.drift).unwrap_or(at);
+        }
+        for (i, hold) in holds {
+            self.taken.push(i, hold);
         }
     }
 

@@ -8,7 +8,9 @@
 //! order (taken.rs gives back what a round must not keep). A hold is valid for
 //! `lease - elapsed - drift`; none left means not acquired. Every member is renewed
 //! by its own client's watchdog; the multi-hold is lost once fewer than the quorum
-//! of its members are held (watcher.rs). Releases go to every member at once.
+//! of its members are held (watcher.rs). Releases go to every member at once, and
+//! hand them all to the next holder of the same multi-lock in this client, if one
+//! waits (follow.rs).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -22,6 +24,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::hold::{Hold, LostCallback, LostEvent, Released};
 
 mod acquire;
+mod follow;
 mod taken;
 mod watcher;
 
@@ -221,7 +224,7 @@ impl Multi {
     /// been held (else NotOwner); majority: the quorum must have been released.
     pub async fn release(&self, all: bool) -> Result<Released> {
         let _op = self.op.lock().await;
-        let (members, left, lost) = {
+        let (members, left, lost, one_level) = {
             let mut st = self.state.lock().unwrap();
             if st.levels.is_empty() {
                 return Err(Error::new(ErrorKind::NotOwner, format!("releasing {}: this holder does not hold it", self.what())));
@@ -236,9 +239,21 @@ impl Multi {
             // at once (a hand-off), whose tries of the later ones then queue behind
             // their releases on the same connections instead of finding them busy.
             members.sort_unstable_by(|a, b| b.cmp(a));
-            (members, st.levels.len() as u32, lost)
+            (members, st.levels.len() as u32, lost, levels.len() == 1)
         };
-        let results = futures_util::future::join_all(members.iter().map(|i| self.members[*i].release())).await;
+        // Ending a hold (each member released once): to the next holder of the same
+        // multi-lock here, if one waits.
+        let mut successors = if left == 0 && lost.is_none() && one_level { self.successors(&members) } else { Vec::new() }.into_iter();
+        let results = futures_util::future::join_all(members.iter().map(|i| {
+            let directed = successors.next().flatten();
+            async move {
+                match self.members[*i].one() {
+                    Ok(holder) => holder.release_to(false, directed).await,
+                    Err(e) => Err(e),
+                }
+            }
+        }))
+        .await;
         let failures: Vec<(usize, Error)> = members.iter().zip(results).filter_map(|(i, r)| r.err().map(|e| (*i, e))).collect();
         if let Some(lost) = lost {
             return Err(lost);

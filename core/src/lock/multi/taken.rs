@@ -26,6 +26,10 @@ impl<'a> Taken<'a> {
         self.holds.len()
     }
 
+    pub fn has(&self, member: usize) -> bool {
+        self.holds.iter().any(|(i, _)| *i == member)
+    }
+
     /// The members taken, in the members' order (as a loss names them).
     pub fn keep(mut self) -> Vec<(usize, Hold)> {
         let mut holds = std::mem::take(&mut self.holds);
