@@ -74,6 +74,14 @@ pub(crate) trait Acquire: Sync {
     fn give_up(&self) -> bool {
         true
     }
+
+    /// Work of its own while it waits (a lock logs a long wait), polled beside the
+    /// wait and dropped with it: a timer in the waiter's future rather than a task,
+    /// which a thread outside the runtime (a blocking binding's) would wake a runtime
+    /// thread to spawn, and again to abort, at every wait.
+    fn while_waiting(&self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::pending()
+    }
 }
 
 /// Where a primitive waits: its channel and the client's hub.
@@ -114,6 +122,7 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
         busy = Some(until.saturating_duration_since(Instant::now()));
     }
     let mut failing: Option<(Error, Duration)> = None;
+    let mut beside = std::pin::pin!(acquirer.while_waiting());
     loop {
         if let Some(output) = acquirer.handed() {
             return Ok(Some(output));
@@ -179,6 +188,7 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
         tokio::select! {
             _ = waiter.woken() => {}
             _ = sleep => {}
+            _ = beside.as_mut() => {}
             _ = shutdown.wait_for(|down| *down) => return Err(Error::shut_down()),
         }
         retry_now = true;
