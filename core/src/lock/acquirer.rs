@@ -97,4 +97,11 @@ impl waiting::Acquire for LockAcquire<'_> {
     fn give_up(&self) -> bool {
         self.candidate.get().is_none_or(|c| c.close())
     }
+
+    async fn while_waiting(&self) {
+        match self.reporter.get() {
+            Some(Some(reporter)) => reporter.run(self.holder).await,
+            _ => std::future::pending().await,
+        }
+    }
 }

@@ -3,36 +3,38 @@
 //! and again each time its wait doubles; an acquire that times out keeps who held the
 //! lock at that moment for its caller's error ([`crate::Lock::last_holder`]).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::holder::Holder;
 use super::who::human_duration;
 use super::status::{snapshot, LockStatus};
 
-/// The log task of one waiting acquire; stopped when the acquire ends.
-pub(crate) struct Reporter(tokio::task::AbortHandle);
-
-impl Drop for Reporter {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// The log of one waiting acquire: when it started waiting. Its lines come from the
+/// acquire's own future (`Reporter::run`, polled beside the wait), which spawns nothing.
+pub(crate) struct Reporter {
+    started: Instant,
+    after: Duration,
 }
 
 /// Starts logging for an acquire that starts waiting now, unless its wait ends
 /// before the first line is due.
-pub(crate) fn start(holder: &Arc<Holder>, deadline: Option<Instant>) -> Option<Reporter> {
+pub(crate) fn start(holder: &Holder, deadline: Option<Instant>) -> Option<Reporter> {
     let after = holder.ctx.config.slow_wait_log?;
     let started = Instant::now();
     if deadline.is_some_and(|d| d <= started + after) {
         return None;
     }
-    let holder = holder.clone();
-    let task = holder.ctx.runtime.clone().spawn(async move {
-        let mut waited = after;
+    Some(Reporter { started, after })
+}
+
+impl Reporter {
+    /// Logs `slow_wait_log` after the wait started and each time the wait doubles;
+    /// never returns (the wait drops it).
+    pub async fn run(&self, holder: &Holder) {
+        let mut waited = self.after;
         loop {
-            tokio::time::sleep_until((started + waited).into()).await;
-            let seen = match read(&holder).await {
+            tokio::time::sleep_until((self.started + waited).into()).await;
+            let seen = match read(holder).await {
                 Ok(status) => describe(&status),
                 Err(e) => format!("its holder could not be read ({})", e.message()),
             };
@@ -46,8 +48,7 @@ pub(crate) fn start(holder: &Arc<Holder>, deadline: Option<Instant>) -> Option<R
             );
             waited *= 2;
         }
-    });
-    Some(Reporter(task.abort_handle()))
+    }
 }
 
 /// Reads who holds the lock and keeps it for [`crate::Lock::last_holder`].
