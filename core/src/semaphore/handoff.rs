@@ -3,7 +3,8 @@
 //! a call: permits are nobody's, so permits taken on the server may change hands
 //! inside the client, and the count on the server never moves. Nobody else,
 //! Redisson's waiters included, can see them free in between, and nothing can fail
-//! half-way. The release then only reads the count it answers with.
+//! half-way. The release then only reads the count it answers with, after letting
+//! the waiter run.
 //!
 //! Waiters of other clients only wake by messages, so after [`STREAK`] hand-offs
 //! in a row on a name the next release frees its permits for everyone (the client
@@ -59,6 +60,10 @@ pub(super) async fn release(semaphore: Semaphore, permits: u64) -> Result<u64> {
             if let Ok(waiting) = claimed.successor.as_any().downcast::<Waiting>() {
                 waiting.claim.hand(Pending::new(Taken { semaphore: semaphore.clone(), permits }));
                 (claimed.wake)();
+                // The waiter now sits in this thread's next-to-run slot; sending the
+                // read first would wake the connection's task into that slot and queue
+                // the waiter behind it and whatever else is queued: let it run first.
+                tokio::task::yield_now().await;
                 return inner.read(&semaphore.context("reading, after handing permits over,"), "a number of permits").await;
             }
         }
