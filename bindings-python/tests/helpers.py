@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import shutil
@@ -11,7 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import IO
 
 import redis
@@ -61,6 +62,35 @@ def interrupt_when(ready: Callable[[], bool], call: Callable[[], object], what: 
     finally:
         signal.signal(signal.SIGINT, previous)
     return sent_at[0], ended_at
+
+
+@contextlib.contextmanager
+def kept_in_thread(take: Callable[[], object], name: str) -> Iterator[None]:
+    """Runs ``take`` (an acquire, say) in a new thread named ``name``, which then
+    stays alive, keeping what it took, until the ``with`` block ends; the block
+    starts once ``take`` returned. What ``take`` raises fails the test there."""
+    ready, finish = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            take()
+        except BaseException as e:
+            failed.append(e)
+        ready.set()
+        if not failed:
+            finish.wait(30)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    try:
+        assert ready.wait(10), f"thread {name!r} did not finish taking"
+        if failed:
+            raise failed[0]
+        yield
+    finally:
+        finish.set()
+        thread.join(10)
 
 
 async def eventually(predicate: Callable[[], Awaitable[bool]], timeout: float = 5.0, what: str = "condition") -> None:

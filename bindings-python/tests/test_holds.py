@@ -20,7 +20,7 @@ import redis
 import ferrolock
 import ferrolock.aio
 from conftest import WATCHDOG
-from helpers import wait_until
+from helpers import kept_in_thread, wait_until
 
 
 @pytest.fixture
@@ -218,18 +218,12 @@ def test_a_collected_lock_object_leaves_the_threads_that_used_it(
     # still alive, or they would keep the dropped client's core running.
     dropped = ferrolock.Client(url, watchdog_timeout=WATCHDOG)
     lock = dropped.lock(name)
-    used, finish = threading.Event(), threading.Event()
 
     def use() -> None:
         assert lock.acquire(lease=60)
         lock.release()
-        used.set()
-        finish.wait(30)
 
-    alive = threading.Thread(target=use, name="still-alive")
-    alive.start()
-    try:
-        assert used.wait(10)
+    with kept_in_thread(use, "still-alive"):
         assert lock.acquire()  # this thread's own slot too; the client keeps the object while it holds
         other = client2.lock(name)
         assert not other.acquire(blocking=False)
@@ -239,9 +233,6 @@ def test_a_collected_lock_object_leaves_the_threads_that_used_it(
         assert ref() is None, "the client (with the lock objects it keeps) was not collected"
         assert other.acquire(timeout=10)
         other.release()
-    finally:
-        finish.set()
-        alive.join(10)
 
 
 def test_exiting_with_lock_objects_kept_past_the_modules_is_quiet(url: str) -> None:

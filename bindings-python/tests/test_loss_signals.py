@@ -11,7 +11,7 @@ import pytest
 import ferrolock
 import ferrolock.aio
 from conftest import WATCHDOG
-from helpers import eventually, wait_until
+from helpers import eventually, kept_in_thread, wait_until
 
 
 def test_lost_event(client: ferrolock.Client, client2: ferrolock.Client, name: str) -> None:
@@ -120,25 +120,16 @@ def test_on_lost_answers_for_the_thread_whose_hold_was_lost(
     other = client.lock(name + ":live", on_lost=on_lost)
     assert other.acquire(blocking=False)
     other.release()
-    ready, finish = threading.Event(), threading.Event()
 
     def hold_on() -> None:
         assert other.acquire(blocking=False)
-        ready.set()
-        finish.wait(30)
 
-    t = threading.Thread(target=hold_on, name="still-holding")
-    t.start()
-    try:
-        assert ready.wait(10)
+    with kept_in_thread(hold_on, "still-holding"):
         done.clear()
         assert client2.lock(name + ":live").force_unlock()
         assert done.wait(WATCHDOG * 3)
         # The holding thread is alive: its slot is found, and the callback sees it lost.
         assert seen[1][0] and seen[1][1] and seen[1][2] is not None
-    finally:
-        finish.set()
-        t.join(10)
 
 
 def test_asyncio_wait_lost(url: str, name: str) -> None:
