@@ -9,15 +9,16 @@ export declare class NativeClient {
    */
   setLostHandler(callback: (lockId: number, seq: number, message: string, reason: string) => void): void
   /**
-   * A lock handle: a new holder. `kind` is "reentrant", "fenced", "fair", "read"
-   * or "write"; `holderId` / `owner` pick an explicit holder.
+   * A lock handle, by id (lock.rs): a new holder. `kind` is "reentrant", "fenced",
+   * "fair", "read" or "write"; `holderId` / `owner` pick an explicit holder.
    */
-  lock(name: string | Buffer, kind: string, holderId?: number | undefined | null, owner?: string | undefined | null): NativeLock
+  lock(name: string | Buffer, kind: string, holderId?: number | undefined | null, owner?: string | undefined | null): number
   /**
-   * Both sides of the read-write lock `name`, `[read, write]`, on one holder (a new
-   * one, or the one `holderId` / `owner` pick), so that a writer may take read holds.
+   * Both sides of the read-write lock `name`, `[read, write]` (lock handle ids), on
+   * one holder (a new one, or the one `holderId` / `owner` pick), so that a writer
+   * may take read holds.
    */
-  readWriteLock(name: string | Buffer, holderId?: number | undefined | null, owner?: string | undefined | null): Array<NativeLock>
+  readWriteLock(name: string | Buffer, holderId?: number | undefined | null, owner?: string | undefined | null): Array<number>
   /** A handle on the semaphore `name` (Redisson's `RSemaphore`). */
   semaphore(name: string | Buffer): NativeSemaphore
   /** A handle on the permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`). */
@@ -92,57 +93,6 @@ export declare class NativeLatch {
    * counting down then. `cancelId` aborts the wait.
    */
   wait(waitMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<boolean>
-}
-
-export declare class NativeLock {
-  get id(): number
-  get name(): string
-  /** The owner field this holder writes: `<client-id>:<holder-id>`. */
-  get owner(): string
-  /** Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind). */
-  get kind(): string
-  /** A multi-lock's quorum, "majority" or "all"; `null` for a single lock. */
-  get quorum(): string | null
-  get fenced(): boolean
-  /** Fencing token of the current hold (local view). */
-  get token(): bigint | null
-  /** True if this holder's latest hold was lost (until it acquires again). */
-  get lost(): boolean
-  /** Hold count as this holder knows it (no round-trip). */
-  get localHoldCount(): number
-  /**
-   * The handle lib/lock.js passes to the hot calls, `lockAcquire` and
-   * `lockRelease` (fast.rs): made once per lock.
-   */
-  handle(): unknown
-  /** Releases every level at once. */
-  releaseAll(): Promise<undefined>
-  isLocked(): Promise<boolean>
-  isHeld(): Promise<boolean>
-  holdCount(): Promise<number>
-  /**
-   * Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
-   * for a lock without expiry.
-   */
-  remainingLeaseMs(): Promise<number | undefined | null>
-  /**
-   * Holders with their counts, lease left, subscribed clients and last fencing
-   * token, read in one round-trip (two when locked).
-   */
-  status(): Promise<LockStatus>
-  /** Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left. */
-  extend(ms: number): Promise<number>
-  /** Sets the explicit lease of this holder's hold to `ms`; resolves with it. */
-  setLease(ms: number): Promise<number>
-  /** Resets the lease to the one the hold was taken with; resolves with it (ms). */
-  reacquire(): Promise<number>
-  /** Text shown next to this holder in `status()`; `null` removes it. */
-  setHolderInfo(info?: string | undefined | null): Promise<undefined>
-  /** Names this holder in its notes (the thread or job); `null` removes it. No round-trip. */
-  setHolderLabel(label?: string | undefined | null): void
-  /** Who held the lock when this holder's latest acquire with a wait timed out. */
-  lastHolder(): HolderStatus | null
-  forceUnlock(): Promise<boolean>
 }
 
 /** Redisson's `RPermitExpirableSemaphore`: permits with ids and optional leases. */
@@ -292,6 +242,75 @@ export interface Inspection {
   lastToken?: bigint
 }
 
+/** How many lock handles this thread keeps (lib/lock.js drops a collected Lock's). */
+export declare function liveLocks(): number
+
+/**
+ * Forgets lock `id` (its Lock object was collected): its core handle goes once no
+ * call in flight uses it.
+ */
+export declare function lockDrop(id: number): void
+
+/** Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left. */
+export declare function lockExtend(id: number, ms: number): Promise<number>
+
+export declare function lockFenced(id: number): boolean
+
+export declare function lockForceUnlock(id: number): Promise<boolean>
+
+export declare function lockHoldCount(id: number): Promise<number>
+
+export declare function lockIsHeld(id: number): Promise<boolean>
+
+export declare function lockIsLocked(id: number): Promise<boolean>
+
+/** Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind). */
+export declare function lockKind(id: number): 'reentrant' | 'fenced' | 'fair' | 'read' | 'write'
+
+/** Who held the lock when this holder's latest acquire with a wait timed out. */
+export declare function lockLastHolder(id: number): HolderStatus | null
+
+/** Hold count as this holder knows it (no round-trip). */
+export declare function lockLocalHoldCount(id: number): number
+
+/** True if this holder's latest hold was lost (until it acquires again). */
+export declare function lockLost(id: number): boolean
+
+export declare function lockName(id: number): string
+
+/** The owner field this holder writes: `<client-id>:<holder-id>`. */
+export declare function lockOwner(id: number): string
+
+/** A multi-lock's quorum, "majority" or "all"; `null` for a single lock. */
+export declare function lockQuorum(id: number): string | null
+
+/** Resets the lease to the one the hold was taken with; resolves with it (ms). */
+export declare function lockReacquire(id: number): Promise<number>
+
+/** Releases every level at once. */
+export declare function lockReleaseAll(id: number): Promise<undefined>
+
+/**
+ * Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
+ * for a lock without expiry.
+ */
+export declare function lockRemainingLeaseMs(id: number): Promise<number | undefined | null>
+
+/** Text shown next to this holder in `status()`; `null` removes it. */
+export declare function lockSetHolderInfo(id: number, info?: string | undefined | null): Promise<undefined>
+
+/** Names this holder in its notes (the thread or job); `null` removes it. No round-trip. */
+export declare function lockSetHolderLabel(id: number, label?: string | undefined | null): void
+
+/** Sets the explicit lease of this holder's hold to `ms`; resolves with it. */
+export declare function lockSetLease(id: number, ms: number): Promise<number>
+
+/**
+ * Holders with their counts, lease left, subscribed clients and last fencing
+ * token, read in one round-trip (two when locked).
+ */
+export declare function lockStatus(id: number): Promise<LockStatus>
+
 /** The lock as the server sees it at one moment. */
 export interface LockStatus {
   name: string
@@ -304,6 +323,9 @@ export interface LockStatus {
   /** The last fencing token handed out for this name, if any. */
   lastToken?: bigint
 }
+
+/** Fencing token of the current hold (local view). */
+export declare function lockToken(id: number): bigint | null
 
 /** One event, as the function given to `setLogger` receives it. */
 export interface LogRecord {
@@ -336,12 +358,13 @@ export interface Metrics {
 }
 
 /**
- * A multi-lock over `members` (single lock handles, usually one name on several
- * clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or "all"
- * (MultiLock). A new holder; its losses are told to the first open client among
- * its members'. Bad members (none, a multi-lock, one lock twice) throw `ERR_INVALID_ARGUMENT`.
+ * A multi-lock over `members` (ids of single lock handles, usually one name on
+ * several clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or
+ * "all" (MultiLock). A new holder, named by the id returned; its losses are told to
+ * the first open client among its members'. Bad members (none, a multi-lock, one
+ * lock twice) throw `ERR_INVALID_ARGUMENT`.
  */
-export declare function multiLock(members: Array<NativeLock>, quorum: string): NativeLock
+export declare function multiLock(members: Array<number>, quorum: string): number
 
 /** A cancel handle for one acquire call. Pass it to `acquire`; `cancel(id)` stops that wait. */
 export declare function newCancel(): number

@@ -122,9 +122,9 @@ class Client {
     return { holderId, owner: o.owner ?? undefined, label: label(o.label) };
   }
 
-  /** A Lock over a native lock handle of this client. */
-  #wrap(nativeLock, label) {
-    return new Lock(nativeLock, this.#held, { label });
+  /** A Lock over the native lock handle `id` of this client. */
+  #wrap(id, label) {
+    return new Lock(id, this.#held, { label });
   }
 
   /** A handle on `name` of `kind` (the core's name of a lock kind). */

@@ -15,7 +15,6 @@ const { optionKeys, optionsObject, typeOf, ms, bool, checkSignal } = require('./
 const { abortError, watchSignal, unwatchSignal } = require('./abort');
 const { holder } = require('./holder');
 
-const kNative = Symbol('native');
 const kId = Symbol('id');
 const kRouted = Symbol('routed');
 const kAcquiring = Symbol('acquiring');
@@ -176,13 +175,15 @@ class Hold {
 
 const QUORUMS = ['majority', 'all'];
 const NO_MEMBERS = Object.freeze([]);
+// A collected Lock's native handle goes with it (a lock that holds is never collected:
+// its client keeps it).
+const handles = new FinalizationRegistry((id) => native.lockDrop(id));
 
 // An EventEmitter whose constructor does not run (see the prototypes set after the
 // class): EventEmitter's methods make `_events` on the first listener, so a lock
 // nobody listens to carries no listener table (issue 30: memory per lock object).
 class Lock {
-  #native; // also what native.lockAcquire / lockRelease take (src/fast.rs)
-  #id; // the native lock id its losses are told under
+  #id; // its native handle's id (src/lock.rs), which every native call takes and its losses are told under
   #held; // the client's HeldLocks (a multi-lock: { update } over each of its members' clients')
   #members; // a multi-lock's member Lock objects (frozen); empty for a single lock
   #state = null; // the HoldState of the current (or latest, or next) hold, made when first needed
@@ -191,12 +192,12 @@ class Lock {
   #acquiring = 0; // acquires in flight: while any is, the client routes this lock's losses
 
   /** Made by `client.lock()`, `client.fencedLock()`, `client.fairLock()`, `client.readWriteLock()` (single) or `Lock.multi()`. */
-  constructor(nativeLock, held, { members = [], label } = {}) {
-    if (!nativeLock || typeof nativeLock.handle !== 'function' || !held) {
+  constructor(id, held, { members = [], label } = {}) {
+    if (typeof id !== 'number' || !held) {
       throw new InvalidArgumentError('use client.lock(name) or Lock.multi(locks, { quorum }) to make a lock');
     }
-    this.#native = nativeLock;
-    this.#id = nativeLock.id;
+    this.#id = id;
+    handles.register(this, id);
     this.#held = held;
     this.#members = members.length === 0 ? NO_MEMBERS : Object.freeze([...members]); // one array for every single lock
     if (label !== undefined) this.#relabel(label);
@@ -208,7 +209,7 @@ class Lock {
     if (label !== null && typeof label !== 'string') {
       throw new ArgumentTypeError(`label must be a string or null, not ${typeOf(label)}`);
     }
-    callSync(() => this.#native.setHolderLabel(label));
+    callSync(() => native.lockSetHolderLabel(this.#id, label));
     this.#label = label;
   }
 
@@ -227,7 +228,7 @@ class Lock {
    * lock was free by then. (A plain try keeps nothing: a loop of tries would pay a read each.)
    */
   lastHolder() {
-    const h = callSync(() => this.#native.lastHolder());
+    const h = callSync(() => native.lockLastHolder(this.#id));
     return h === null || h === undefined ? null : holder(h);
   }
 
@@ -265,15 +266,11 @@ class Lock {
       }
     });
     // Core refuses one name twice on one client (and a multi-lock member) too.
-    const nativeLock = callSync(() => native.multiLock(members.map((m) => m.#native), o.quorum));
+    const id = callSync(() => native.multiLock(members.map((m) => m.#id), o.quorum));
     // Its losses are told by the first open client among its members': each routes it.
     const homes = [...new Set(members.map((m) => m.#held))];
     const held = { update: (lock, count) => homes.forEach((home) => home.update(lock, count)) };
-    return new Lock(nativeLock, held, { members });
-  }
-
-  get [kNative]() {
-    return this.#native;
+    return new Lock(id, held, { members });
   }
 
   get [kId]() {
@@ -289,8 +286,8 @@ class Lock {
    * flight, or its latest hold was lost and that is still to be told here.
    */
   [kRouted]() {
-    if (this.#acquiring > 0 || this.#native.localHoldCount > 0) return true;
-    return this.#native.lost && (this.#state === null || this.#state.error === null);
+    if (this.#acquiring > 0 || native.lockLocalHoldCount(this.#id) > 0) return true;
+    return native.lockLost(this.#id) && (this.#state === null || this.#state.error === null);
   }
 
   /** The member Lock objects of a multi-lock, in order; empty for a single lock. */
@@ -300,7 +297,7 @@ class Lock {
 
   /** A multi-lock's quorum, 'majority' or 'all'; null for a single lock. */
   get quorum() {
-    return this.#native.quorum ?? null;
+    return native.lockQuorum(this.#id) ?? null;
   }
 
   /** How messages name this lock. */
@@ -313,32 +310,32 @@ class Lock {
 
   /** The lock name. */
   get name() {
-    return this.#native.name;
+    return native.lockName(this.#id);
   }
 
   /** The owner field this holder writes: `<client-id>:<holder-id>`. */
   get owner() {
-    return this.#native.owner;
+    return native.lockOwner(this.#id);
   }
 
   /** Which lock: 'reentrant', 'fenced', 'fair', 'read' or 'write'. */
   get kind() {
-    return this.#native.kind;
+    return native.lockKind(this.#id);
   }
 
   /** True for fenced locks. */
   get fenced() {
-    return this.#native.fenced;
+    return native.lockFenced(this.#id);
   }
 
   /** Fencing token of the current hold (fenced locks), else null (always for a multi-lock). */
   get token() {
-    return this.#native.token ?? null;
+    return native.lockToken(this.#id) ?? null;
   }
 
   /** True if the latest hold of this handle was lost (until it acquires again). */
   get lost() {
-    return this.#native.lost;
+    return native.lockLost(this.#id);
   }
 
   /** Aborted when the current hold is lost. Before the first acquire: the next hold's signal. */
@@ -370,7 +367,7 @@ class Lock {
 
   [lostEvent](seq, message, reason) {
     if (seq === this.#state?.seq) this.#lost(message, reason);
-    else if (this.#native.localHoldCount === 0) this.#early = { seq, message, reason }; // maybe a hold whose acquire is still to return
+    else if (native.lockLocalHoldCount(this.#id) === 0) this.#early = { seq, message, reason }; // maybe a hold whose acquire is still to return
     this.#held.update(this);
   }
 
@@ -408,7 +405,7 @@ class Lock {
     this.#acquiring++;
     this.#held.update(this, 1); // routed from now: a loss may overtake the reply
     try {
-      const info = await native.lockAcquire(this.#native, waitMs, leaseMs, cancelId);
+      const info = await native.lockAcquire(this.#id, waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) {
         if (orThrow) throw this.#notAcquired(waitMs);
         return null;
@@ -473,7 +470,7 @@ class Lock {
   async release() {
     let left; // levels this holder still holds, once released
     try {
-      left = await native.lockRelease(this.#native);
+      left = await native.lockRelease(this.#id);
     } catch (e) {
       throw convert(e);
     } finally {
@@ -484,7 +481,7 @@ class Lock {
   /** Releases every level of this handle's hold. */
   async releaseAll() {
     try {
-      await call(() => this.#native.releaseAll());
+      await call(() => native.lockReleaseAll(this.#id));
     } finally {
       this.#held.update(this);
     }
@@ -492,22 +489,22 @@ class Lock {
 
   /** True if anyone holds the lock. */
   isLocked() {
-    return call(() => this.#native.isLocked());
+    return call(() => native.lockIsLocked(this.#id));
   }
 
   /** True if this handle holds the lock (as the server sees it). */
   isHeld() {
-    return call(() => this.#native.isHeld());
+    return call(() => native.lockIsHeld(this.#id));
   }
 
   /** This handle's hold count (as the server sees it). */
   holdCount() {
-    return call(() => this.#native.holdCount());
+    return call(() => native.lockHoldCount(this.#id));
   }
 
   /** Ms left on the lock's lease (whoever holds it); null when not locked. */
   remainingLeaseMs() {
-    return call(() => this.#native.remainingLeaseMs());
+    return call(() => native.lockRemainingLeaseMs(this.#id));
   }
 
   /**
@@ -519,12 +516,12 @@ class Lock {
   async extend(ms, options) {
     const o = optionsObject(options, EXTEND);
     const by = checkDuration(ms, 'extend');
-    return call(() => (bool(o.replace, 'replace') ? this.#native.setLease(by) : this.#native.extend(by)));
+    return call(() => (bool(o.replace, 'replace') ? native.lockSetLease(this.#id, by) : native.lockExtend(this.#id, by)));
   }
 
   /** Resets the lease of this holder's hold to the `leaseMs` it was taken with; resolves with it (ms). */
   reacquire() {
-    return call(() => this.#native.reacquire());
+    return call(() => native.lockReacquire(this.#id));
   }
 
   /**
@@ -536,7 +533,7 @@ class Lock {
     if (info !== null && typeof info !== 'string') {
       throw new ArgumentTypeError(`holder info must be a string or null, not ${typeOf(info)}`);
     }
-    return call(() => this.#native.setHolderInfo(info));
+    return call(() => native.lockSetHolderInfo(this.#id, info));
   }
 
   /**
@@ -545,7 +542,7 @@ class Lock {
    * lastHolder() gives it.
    */
   async status() {
-    const s = await call(() => this.#native.status());
+    const s = await call(() => native.lockStatus(this.#id));
     return {
       name: s.name,
       holders: s.holders.map(holder),
@@ -557,7 +554,7 @@ class Lock {
 
   /** Deletes the lock whoever holds it and wakes a waiter. True if it was locked. */
   forceUnlock() {
-    return call(() => this.#native.forceUnlock());
+    return call(() => native.lockForceUnlock(this.#id));
   }
 
   /**
@@ -584,7 +581,7 @@ class Lock {
 
   // The state this process knows without a round-trip; status() asks the server.
   [inspect.custom](depth, options, inspectValue) {
-    const count = this.#native.localHoldCount;
+    const count = native.lockLocalHoldCount(this.#id);
     const state = { name: this.name, kind: this.kind };
     if (this.#members.length > 0) {
       state.quorum = this.quorum;

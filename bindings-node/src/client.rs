@@ -16,7 +16,7 @@ use napi_derive::napi;
 use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
 use crate::family::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 use crate::host::{Host, HostAddress, WakeFn};
-use crate::lock::{next_lock_id, NativeLock};
+use crate::lock::new_handle;
 
 /// `(lock id, hold sequence number, message, reason)`: a hold of a lock handle was lost.
 /// Weak (unref'd): it never keeps the event loop alive.
@@ -222,8 +222,9 @@ impl NativeClient {
         Ok(())
     }
 
-    fn wrap(&self, lock: ferrolock::Lock) -> NativeLock {
-        NativeLock::new(lock, next_lock_id(), self.shared.clone(), Vec::new())
+    /// The id of a new handle on `lock` (lock.rs).
+    fn wrap(&self, lock: ferrolock::Lock) -> u32 {
+        new_handle(lock, self.shared.clone(), Vec::new())
     }
 }
 
@@ -281,8 +282,8 @@ impl NativeClient {
         })
     }
 
-    /// A lock handle: a new holder. `kind` is "reentrant", "fenced", "fair", "read"
-    /// or "write"; `holderId` / `owner` pick an explicit holder.
+    /// A lock handle, by id (lock.rs): a new holder. `kind` is "reentrant", "fenced",
+    /// "fair", "read" or "write"; `holderId` / `owner` pick an explicit holder.
     #[napi]
     pub fn lock(
         &self,
@@ -290,7 +291,7 @@ impl NativeClient {
         kind: String,
         holder_id: Option<i64>,
         owner: Option<String>,
-    ) -> Result<NativeLock> {
+    ) -> Result<u32> {
         caught(|| {
             self.open()?;
             let options =
@@ -300,15 +301,16 @@ impl NativeClient {
         })
     }
 
-    /// Both sides of the read-write lock `name`, `[read, write]`, on one holder (a new
-    /// one, or the one `holderId` / `owner` pick), so that a writer may take read holds.
+    /// Both sides of the read-write lock `name`, `[read, write]` (lock handle ids), on
+    /// one holder (a new one, or the one `holderId` / `owner` pick), so that a writer
+    /// may take read holds.
     #[napi]
     pub fn read_write_lock(
         &self,
         name: Either<String, Buffer>,
         holder_id: Option<i64>,
         owner: Option<String>,
-    ) -> Result<Vec<NativeLock>> {
+    ) -> Result<Vec<u32>> {
         caught(|| {
             self.open()?;
             let holder_id = holder(holder_id)?;

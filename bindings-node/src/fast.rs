@@ -1,18 +1,18 @@
-//! The two calls of every lock cycle, `lockAcquire(handle, waitMs, leaseMs, cancelId)`
-//! and `lockRelease(handle)`, as raw Node-API callbacks. The wrapper napi-rs generates
+//! The two calls of every lock cycle, `lockAcquire(id, waitMs, leaseMs, cancelId)`
+//! and `lockRelease(id)`, as raw Node-API callbacks. The wrapper napi-rs generates
 //! for a class method (unwrapping the receiver, its bookkeeping of native borrows, the
 //! class check, its argument conversions) cost about 4k instructions per call: a third
 //! of the addon's work in an uncontended cycle (scripts/client-cost.js). Here a call
-//! reads its arguments and the lock's handle (through the NativeLock's wrap, or the
-//! External of `NativeLock.handle()`), and starts its promise (executor.rs). napi-rs
+//! reads its arguments, finds the lock's handle by its id (lock.rs), and starts its
+//! promise (executor.rs). napi-rs
 //! declares only what it wraps, so these two are declared by hand in fast.d.ts.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::CStr;
 use std::panic::AssertUnwindSafe;
 use std::ptr;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{JsValue, Object, Unknown};
+use napi::bindgen_prelude::{JsValue, Object};
 use napi::{sys, Env, JsError};
 use napi_derive::napi;
 
@@ -20,30 +20,6 @@ use crate::cancel::Abort;
 use crate::errors::{bug, invalid, IntoJs, Result};
 use crate::executor::raw_promise;
 use crate::lock::{self, Handle};
-
-/// What a lock handle points to; `tag` tells it from any other External.
-struct Slot {
-    tag: u64,
-    handle: Arc<Handle>,
-}
-
-const TAG: u64 = u64::from_be_bytes(*b"ferrolk1");
-
-/// A new External holding `handle` (dropped when the External is collected).
-pub(crate) fn lock_handle<'env>(env: &'env Env, handle: Arc<Handle>) -> napi::Result<Unknown<'env>> {
-    let slot = Box::into_raw(Box::new(Slot { tag: TAG, handle }));
-    let mut value = ptr::null_mut();
-    let status = unsafe { sys::napi_create_external(env.raw(), slot.cast(), Some(finalize), ptr::null_mut(), &mut value) };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { Box::from_raw(slot) });
-        return Err(napi::Error::from_reason(format!("could not make a lock handle (napi status {status})")));
-    }
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
-}
-
-unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    drop(unsafe { Box::from_raw(data.cast::<Slot>()) });
-}
 
 #[napi(module_exports)]
 pub fn exports(exports: Object, env: Env) -> napi::Result<()> {
@@ -88,32 +64,14 @@ fn type_of(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_value
     Ok(kind)
 }
 
-/// The lock handle argument: a `NativeLock` (what lib/lock.js passes), or the
-/// External of `NativeLock.handle()`.
+/// The lock handle argument: a lock id (what `client.lock` and `multiLock` return).
 fn handle_arg(env: sys::napi_env, value: sys::napi_value) -> Result<Arc<Handle>> {
-    let kind = type_of(env, value)?;
-    if kind == sys::ValueType::napi_object {
-        let mut data = ptr::null_mut();
-        // An object nobody wrapped answers napi_invalid_arg (nothing is thrown).
-        if unsafe { sys::napi_unwrap(env, value, &mut data) } == sys::Status::napi_ok {
-            // SAFETY: a wrapped object's data is at least a pointer to something the
-            // addon that wrapped it owns; a NativeLock is told apart by its tag.
-            if let Some(handle) = unsafe { lock::wrapped_handle(data) } {
-                return Ok(handle);
-            }
-        }
+    if type_of(env, value)? != sys::ValueType::napi_number {
+        return Err(invalid("not a lock handle (a lock id)"));
     }
-    if kind == sys::ValueType::napi_external {
-        let mut data = ptr::null_mut();
-        napi::check_status!(unsafe { sys::napi_get_value_external(env, value, &mut data) }).js()?;
-        // SAFETY: a non-null External's data is at least a pointer to something the
-        // addon that made it owns; ours are Slots, told apart by their tag.
-        let slot = data.cast::<Slot>();
-        if !slot.is_null() && slot.is_aligned() && unsafe { (*slot).tag } == TAG {
-            return Ok(unsafe { (*slot).handle.clone() });
-        }
-    }
-    Err(invalid("not a lock handle (a NativeLock, or NativeLock.handle()'s)"))
+    let mut id = 0;
+    napi::check_status!(unsafe { sys::napi_get_value_uint32(env, value, &mut id) }).js()?;
+    lock::handle(id)
 }
 
 /// A number argument that may be absent (`undefined` or `null`).
@@ -129,8 +87,7 @@ fn number_arg(env: sys::napi_env, value: sys::napi_value, what: &str) -> Result<
     }
 }
 
-/// `lockAcquire(handle, waitMs?, leaseMs?, cancelId?)`: `NativeLock`'s acquire
-/// (lock.rs), resolving like it.
+/// `lockAcquire(id, waitMs?, leaseMs?, cancelId?)`: lock.rs's acquire, resolving like it.
 unsafe extern "C" fn lock_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     unsafe {
         entry(env, || {
@@ -143,7 +100,7 @@ unsafe extern "C" fn lock_acquire(env: sys::napi_env, info: sys::napi_callback_i
     }
 }
 
-/// `lockRelease(handle)`: releases one level; resolves with the levels left.
+/// `lockRelease(id)`: releases one level; resolves with the levels left.
 unsafe extern "C" fn lock_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     unsafe {
         entry(env, || {

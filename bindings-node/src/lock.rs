@@ -1,13 +1,16 @@
-//! A lock handle (single, or a multi-lock over several), and the numbering of its
-//! holds that lets `lib/lock.js` tell a re-entry from a new hold and a current
-//! hold's loss from an old one's.
+//! Lock handles (single, or a multi-lock over several) named by id, the calls on
+//! them, and the numbering of their holds that lets `lib/lock.js` tell a re-entry
+//! from a new hold and a current hold's loss from an old one's.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrolock::{AcquireOptions, Quorum, Released};
-use napi::bindgen_prelude::{BigInt, ClassInstance, Either, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Either, PromiseRaw};
 use napi::Env;
 use napi_derive::napi;
 
@@ -19,7 +22,7 @@ use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
 /// each of its members' clients under one id.
 static NEXT_LOCK: AtomicU32 = AtomicU32::new(1);
 
-pub(crate) fn next_lock_id() -> u32 {
+fn next_lock_id() -> u32 {
     NEXT_LOCK.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -178,218 +181,237 @@ impl Handle {
     }
 }
 
-// `tag` first (`repr(C)`): lib/lock.js passes the object itself to the hot calls,
-// which find the handle through the object's wrap (fast.rs) and tell ours from any
-// other wrapped object by it: no External per lock (about 340 B of RSS each).
-// (Not a doc comment: it would land in native.d.ts.)
-#[napi]
-#[repr(C)]
-pub struct NativeLock {
-    tag: u64,
-    handle: Arc<Handle>,
+thread_local! {
+    /// This JS thread's lock handles by lock id. A JS Lock keeps only its id: no wrapped
+    /// native object per lock (a napi-rs class instance cost ~450 B of RSS, a plain
+    /// `napi_wrap` ~235 B, an id and the FinalizationRegistry entry that drops it ~100 B:
+    /// issue 30, memory per lock). lib/lock.js calls `lockDrop` when the Lock is
+    /// collected; a worker's entries go with its thread.
+    static HANDLES: RefCell<HashMap<u32, Arc<Handle>, BuildHasherDefault<IdHasher>>> = RefCell::default();
 }
 
-const TAG: u64 = u64::from_be_bytes(*b"ferroLck");
+/// Lock ids are a counter: a multiplication spreads them over the table.
+#[derive(Default)]
+struct IdHasher(u64);
 
-/// The handle of the `NativeLock` that `data` (a wrapped object's native pointer)
-/// points to, if it is one.
-///
-/// # Safety
-/// `data` is null or points to at least 8 readable bytes (what any addon wraps).
-pub(crate) unsafe fn wrapped_handle(data: *mut std::ffi::c_void) -> Option<Arc<Handle>> {
-    let lock = data.cast::<NativeLock>();
-    if lock.is_null() || !lock.is_aligned() || unsafe { (*lock).tag } != TAG {
-        return None;
-    }
-    Some(unsafe { (*lock).handle.clone() })
-}
-
-impl NativeLock {
-    /// Wraps a new core handle whose losses are told as lock `id` to the lost
-    /// handler of the first client in `shared` (not empty) that is still open.
-    pub(crate) fn new(lock: ferrolock::Lock, id: u32, first: Arc<Shared>, others: Vec<Arc<Shared>>) -> NativeLock {
-        let handle = Arc::new(Handle { lock, holds: Mutex::default(), id, first, others });
-        // Weak: core keeps the callback with the hold, which must not keep the handle
-        // (a cycle); once the handle is gone no JS lock object is left to tell.
-        let weak = Arc::downgrade(&handle);
-        handle.lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
-            if let Some(handle) = weak.upgrade() {
-                handle.lost(event);
-            }
-        })));
-        NativeLock { tag: TAG, handle }
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
 
-    /// Runs `f` on the runtime with the handle; the promise settles with its result.
-    fn run<'env, T, F>(&self, env: &'env Env, f: impl FnOnce(Arc<Handle>) -> F) -> napi::Result<PromiseRaw<'env, T>>
-    where
-        T: napi::bindgen_prelude::ToNapiValue + Send + 'static,
-        F: std::future::Future<Output = Result<T>> + Send + 'static,
-    {
-        promise(env, f(self.handle.clone()))
-    }
-}
-
-#[napi]
-impl NativeLock {
-    #[napi(getter)]
-    pub fn id(&self) -> u32 {
-        self.handle.id
-    }
-
-    #[napi(getter)]
-    pub fn name(&self) -> String {
-        self.handle.lock.name().to_string()
-    }
-
-    /// The owner field this holder writes: `<client-id>:<holder-id>`.
-    #[napi(getter)]
-    pub fn owner(&self) -> String {
-        self.handle.lock.owner().to_string()
-    }
-
-    /// Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind).
-    #[napi(getter)]
-    pub fn kind(&self) -> &'static str {
-        self.handle.lock.kind().as_str()
-    }
-
-    /// A multi-lock's quorum, "majority" or "all"; `null` for a single lock.
-    #[napi(getter)]
-    pub fn quorum(&self) -> Option<&'static str> {
-        match self.handle.lock.quorum()? {
-            Quorum::Majority => Some("majority"),
-            Quorum::All => Some("all"),
-            _ => Some("unknown"),
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
 
-    #[napi(getter)]
-    pub fn fenced(&self) -> bool {
-        self.handle.lock.is_fenced()
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+}
 
-    /// Fencing token of the current hold (local view).
-    #[napi(getter)]
-    pub fn token(&self) -> Option<BigInt> {
-        self.handle.lock.token().map(BigInt::from)
-    }
+/// The handle of lock `id` on this thread.
+pub(crate) fn handle(id: u32) -> Result<Arc<Handle>> {
+    HANDLES.with(|h| h.borrow().get(&id).cloned()).ok_or_else(|| gone(id))
+}
 
-    /// True if this holder's latest hold was lost (until it acquires again).
-    #[napi(getter)]
-    pub fn lost(&self) -> bool {
-        self.handle.lock.is_lost()
-    }
+/// Runs `f` on the handle of lock `id` (a synchronous call: no reference taken).
+fn with<T>(id: u32, f: impl FnOnce(&Handle) -> Result<T>) -> Result<T> {
+    caught(|| HANDLES.with(|h| h.borrow().get(&id).map_or_else(|| Err(gone(id)), |handle| f(handle))))
+}
 
-    /// Hold count as this holder knows it (no round-trip).
-    #[napi(getter)]
-    pub fn local_hold_count(&self) -> u32 {
-        self.handle.lock.local_hold_count()
-    }
+fn gone(id: u32) -> crate::errors::Coded {
+    invalid(format!("lock handle {id} is not known on this thread (a Lock is used on the thread that made it)"))
+}
 
-    /// The handle lib/lock.js passes to the hot calls, `lockAcquire` and
-    /// `lockRelease` (fast.rs): made once per lock.
-    #[napi(ts_return_type = "unknown")]
-    pub fn handle<'env>(&self, env: &'env Env) -> napi::Result<napi::bindgen_prelude::Unknown<'env>> {
-        crate::fast::lock_handle(env, self.handle.clone())
-    }
+/// Makes the handle of a new core lock and names it by a new id, whose losses are
+/// told as that id to the lost handler of the first client in `shared` (not empty)
+/// that is still open.
+pub(crate) fn new_handle(lock: ferrolock::Lock, first: Arc<Shared>, others: Vec<Arc<Shared>>) -> u32 {
+    let id = next_lock_id();
+    let handle = Arc::new(Handle { lock, holds: Mutex::default(), id, first, others });
+    // Weak: core keeps the callback with the hold, which must not keep the handle
+    // (a cycle); once the handle is gone no JS lock object is left to tell.
+    let weak = Arc::downgrade(&handle);
+    handle.lock.set_on_lost(Some(Arc::new(move |event: &ferrolock::LostEvent| {
+        if let Some(handle) = weak.upgrade() {
+            handle.lost(event);
+        }
+    })));
+    HANDLES.with(|h| h.borrow_mut().insert(id, handle));
+    id
+}
 
-    /// Releases every level at once.
-    #[napi]
-    pub fn release_all<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        self.run(env, |h| async move {
-            let result = h.lock.release_all().await;
-            h.released();
-            result.js().map(|_| ())
+/// Runs `f` on the runtime with the handle of lock `id`; the promise settles with its result.
+fn run<'env, T, F>(env: &'env Env, id: u32, f: impl FnOnce(Arc<Handle>) -> F + Send + 'static) -> napi::Result<PromiseRaw<'env, T>>
+where
+    T: napi::bindgen_prelude::ToNapiValue + Send + 'static,
+    F: std::future::Future<Output = Result<T>> + Send + 'static,
+{
+    let handle = handle(id);
+    promise(env, async move { f(handle?).await })
+}
+
+/// Forgets lock `id` (its Lock object was collected): its core handle goes once no
+/// call in flight uses it.
+#[napi]
+pub fn lock_drop(id: u32) {
+    let dropped = HANDLES.with(|h| h.borrow_mut().remove(&id));
+    drop(dropped); // outside the borrow: a core handle's drop may log
+}
+
+/// How many lock handles this thread keeps (lib/lock.js drops a collected Lock's).
+#[napi]
+pub fn live_locks() -> u32 {
+    HANDLES.with(|h| h.borrow().len() as u32)
+}
+
+#[napi]
+pub fn lock_name(id: u32) -> Result<String> {
+    with(id, |h| Ok(h.lock.name().to_string()))
+}
+
+/// The owner field this holder writes: `<client-id>:<holder-id>`.
+#[napi]
+pub fn lock_owner(id: u32) -> Result<String> {
+    with(id, |h| Ok(h.lock.owner().to_string()))
+}
+
+/// Which lock: "reentrant", "fenced", "fair", "read" or "write" (the core's name of its kind).
+#[napi(ts_return_type = "'reentrant' | 'fenced' | 'fair' | 'read' | 'write'")]
+pub fn lock_kind(id: u32) -> Result<&'static str> {
+    with(id, |h| Ok(h.lock.kind().as_str()))
+}
+
+/// A multi-lock's quorum, "majority" or "all"; `null` for a single lock.
+#[napi]
+pub fn lock_quorum(id: u32) -> Result<Option<&'static str>> {
+    with(id, |h| {
+        Ok(match h.lock.quorum() {
+            None => None,
+            Some(Quorum::Majority) => Some("majority"),
+            Some(Quorum::All) => Some("all"),
+            Some(_) => Some("unknown"),
         })
-    }
+    })
+}
 
-    #[napi]
-    pub fn is_locked<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
-        self.run(env, |h| async move { h.lock.is_locked().await.js() })
-    }
+#[napi]
+pub fn lock_fenced(id: u32) -> Result<bool> {
+    with(id, |h| Ok(h.lock.is_fenced()))
+}
 
-    #[napi]
-    pub fn is_held<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
-        self.run(env, |h| async move { h.lock.is_held().await.js() })
-    }
+/// Fencing token of the current hold (local view).
+#[napi]
+pub fn lock_token(id: u32) -> Result<Option<BigInt>> {
+    with(id, |h| Ok(h.lock.token().map(BigInt::from)))
+}
 
-    #[napi]
-    pub fn hold_count<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
-        self.run(env, |h| async move { h.lock.hold_count().await.js() })
-    }
+/// True if this holder's latest hold was lost (until it acquires again).
+#[napi]
+pub fn lock_lost(id: u32) -> Result<bool> {
+    with(id, |h| Ok(h.lock.is_lost()))
+}
 
-    /// Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
-    /// for a lock without expiry.
-    #[napi]
-    pub fn remaining_lease_ms<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
-        self.run(env, |h| async move {
-            Ok(lease_ms(h.lock.remaining_lease().await.js()?))
+/// Hold count as this holder knows it (no round-trip).
+#[napi]
+pub fn lock_local_hold_count(id: u32) -> Result<u32> {
+    with(id, |h| Ok(h.lock.local_hold_count()))
+}
+
+/// Releases every level at once.
+#[napi]
+pub fn lock_release_all<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, ()>> {
+    run(env, id, |h| async move {
+        let result = h.lock.release_all().await;
+        h.released();
+        result.js().map(|_| ())
+    })
+}
+
+#[napi]
+pub fn lock_is_locked<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, bool>> {
+    run(env, id, |h| async move { h.lock.is_locked().await.js() })
+}
+
+#[napi]
+pub fn lock_is_held<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, bool>> {
+    run(env, id, |h| async move { h.lock.is_held().await.js() })
+}
+
+#[napi]
+pub fn lock_hold_count<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, u32>> {
+    run(env, id, |h| async move { h.lock.hold_count().await.js() })
+}
+
+/// Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
+/// for a lock without expiry.
+#[napi]
+pub fn lock_remaining_lease_ms<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+    run(env, id, |h| async move { Ok(lease_ms(h.lock.remaining_lease().await.js()?)) })
+}
+
+/// Holders with their counts, lease left, subscribed clients and last fencing
+/// token, read in one round-trip (two when locked).
+#[napi]
+pub fn lock_status<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, LockStatus>> {
+    run(env, id, |h| async move {
+        let s = h.lock.status().await.js()?;
+        Ok(LockStatus {
+            name: s.name,
+            holders: s.holders.into_iter().map(HolderStatus::from).collect(),
+            remaining_lease_ms: lease_ms(s.remaining_lease),
+            subscribers: s.subscribers as f64,
+            last_token: s.last_token.map(BigInt::from),
         })
-    }
+    })
+}
 
-    /// Holders with their counts, lease left, subscribed clients and last fencing
-    /// token, read in one round-trip (two when locked).
-    #[napi]
-    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LockStatus>> {
-        self.run(env, |h| async move {
-            let s = h.lock.status().await.js()?;
-            Ok(LockStatus {
-                name: s.name,
-                holders: s.holders.into_iter().map(HolderStatus::from).collect(),
-                remaining_lease_ms: lease_ms(s.remaining_lease),
-                subscribers: s.subscribers as f64,
-                last_token: s.last_token.map(BigInt::from),
-            })
-        })
-    }
+/// Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left.
+#[napi]
+pub fn lock_extend<'env>(env: &'env Env, id: u32, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+    run(env, id, move |h| async move {
+        let by = required_millis(ms, "extend(ms)")?;
+        Ok(h.lock.extend(by).await.js()?.as_millis() as f64)
+    })
+}
 
-    /// Adds `ms` to the explicit lease of this holder's hold; resolves with the ms now left.
-    #[napi]
-    pub fn extend<'env>(&self, env: &'env Env, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
-        self.run(env, |h| async move {
-            let by = required_millis(ms, "extend(ms)")?;
-            Ok(h.lock.extend(by).await.js()?.as_millis() as f64)
-        })
-    }
+/// Sets the explicit lease of this holder's hold to `ms`; resolves with it.
+#[napi]
+pub fn lock_set_lease<'env>(env: &'env Env, id: u32, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
+    run(env, id, move |h| async move {
+        let lease = required_millis(ms, "extend(ms, { replace: true })")?;
+        Ok(h.lock.set_lease(lease).await.js()?.as_millis() as f64)
+    })
+}
 
-    /// Sets the explicit lease of this holder's hold to `ms`; resolves with it.
-    #[napi]
-    pub fn set_lease<'env>(&self, env: &'env Env, ms: f64) -> napi::Result<PromiseRaw<'env, f64>> {
-        self.run(env, |h| async move {
-            let lease = required_millis(ms, "extend(ms, { replace: true })")?;
-            Ok(h.lock.set_lease(lease).await.js()?.as_millis() as f64)
-        })
-    }
+/// Resets the lease to the one the hold was taken with; resolves with it (ms).
+#[napi]
+pub fn lock_reacquire<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, f64>> {
+    run(env, id, |h| async move { Ok(h.lock.reacquire().await.js()?.as_millis() as f64) })
+}
 
-    /// Resets the lease to the one the hold was taken with; resolves with it (ms).
-    #[napi]
-    pub fn reacquire<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, f64>> {
-        self.run(env, |h| async move { Ok(h.lock.reacquire().await.js()?.as_millis() as f64) })
-    }
+/// Text shown next to this holder in `status()`; `null` removes it.
+#[napi]
+pub fn lock_set_holder_info<'env>(env: &'env Env, id: u32, info: Option<String>) -> napi::Result<PromiseRaw<'env, ()>> {
+    run(env, id, move |h| async move { h.lock.set_holder_info(info.as_deref()).await.js() })
+}
 
-    /// Text shown next to this holder in `status()`; `null` removes it.
-    #[napi]
-    pub fn set_holder_info<'env>(&self, env: &'env Env, info: Option<String>) -> napi::Result<PromiseRaw<'env, ()>> {
-        self.run(env, |h| async move { h.lock.set_holder_info(info.as_deref()).await.js() })
-    }
+/// Names this holder in its notes (the thread or job); `null` removes it. No round-trip.
+#[napi]
+pub fn lock_set_holder_label(id: u32, label: Option<String>) -> Result<()> {
+    with(id, |h| h.lock.set_holder_label(label.as_deref()).js())
+}
 
-    /// Names this holder in its notes (the thread or job); `null` removes it. No round-trip.
-    #[napi]
-    pub fn set_holder_label(&self, label: Option<String>) -> Result<()> {
-        caught(|| self.handle.lock.set_holder_label(label.as_deref()).js())
-    }
+/// Who held the lock when this holder's latest acquire with a wait timed out.
+#[napi]
+pub fn lock_last_holder(id: u32) -> Result<Option<HolderStatus>> {
+    with(id, |h| Ok(h.lock.last_holder().map(HolderStatus::from)))
+}
 
-    /// Who held the lock when this holder's latest acquire with a wait timed out.
-    #[napi]
-    pub fn last_holder(&self) -> Result<Option<HolderStatus>> {
-        caught(|| Ok(self.handle.lock.last_holder().map(HolderStatus::from)))
-    }
-
-    #[napi]
-    pub fn force_unlock<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, bool>> {
-        self.run(env, |h| async move { h.lock.force_unlock().await.js() })
-    }
+#[napi]
+pub fn lock_force_unlock<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, bool>> {
+    run(env, id, |h| async move { h.lock.force_unlock().await.js() })
 }
 
 /// Acquires, waiting at most `wait_ms` (unbounded when absent); `None` when not
@@ -410,31 +432,30 @@ pub(crate) async fn release(h: Arc<Handle>) -> Result<u32> {
     }
 }
 
-/// A multi-lock over `members` (single lock handles, usually one name on several
-/// clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or "all"
-/// (MultiLock). A new holder; its losses are told to the first open client among
-/// its members'. Bad members (none, a multi-lock, one lock twice) throw `ERR_INVALID_ARGUMENT`.
+/// A multi-lock over `members` (ids of single lock handles, usually one name on
+/// several clients, one per Redis server): `quorum` "majority" (Redlock, N/2+1) or
+/// "all" (MultiLock). A new holder, named by the id returned; its losses are told to
+/// the first open client among its members'. Bad members (none, a multi-lock, one
+/// lock twice) throw `ERR_INVALID_ARGUMENT`.
 #[napi]
-pub fn multi_lock<'env>(
-    #[napi(ts_arg_type = "Array<NativeLock>")] members: Vec<ClassInstance<'env, NativeLock>>,
-    quorum: String,
-) -> Result<NativeLock> {
+pub fn multi_lock(members: Vec<u32>, quorum: String) -> Result<u32> {
     caught(|| {
         let quorum = match quorum.as_str() {
             "majority" => Quorum::Majority,
             "all" => Quorum::All,
             other => return Err(invalid(format!("quorum = \"{other}\"; give \"majority\" (Redlock) or \"all\" (MultiLock)"))),
         };
+        let members = members.into_iter().map(handle).collect::<Result<Vec<_>>>()?;
         let mut shared: Vec<Arc<Shared>> = Vec::new();
         for member in &members {
-            for s in member.handle.shared() {
+            for s in member.shared() {
                 if !shared.iter().any(|known| Arc::ptr_eq(known, s)) {
                     shared.push(s.clone());
                 }
             }
         }
-        let lock = ferrolock::Lock::multi(members.iter().map(|m| m.handle.lock.clone()).collect(), quorum).js()?;
+        let lock = ferrolock::Lock::multi(members.iter().map(|m| m.lock.clone()).collect(), quorum).js()?;
         let (first, others) = (shared.remove(0), shared);
-        Ok(NativeLock::new(lock, next_lock_id(), first, others))
+        Ok(new_handle(lock, first, others))
     })
 }

@@ -193,3 +193,33 @@ test('lock objects sharing a holder: released through the other one, still colle
     await a.close();
   }
 });
+
+test("a lock object collected while unheld frees its native handle; one that holds keeps it until its hold ends", async () => {
+  const native = require('../lib/native');
+  const a = await Client.connect(server.url);
+  try {
+    await collect(); // earlier tests' lock objects first
+    const base = native.liveLocks();
+    await (async () => {
+      for (let i = 0; i < 50; i++) a.lock(`gc:native:${i}`); // never acquired
+      const used = a.lock('gc:native:used');
+      await used.acquire();
+      await used.release();
+      assert.equal(await a.lock('gc:native:held').tryAcquire(), true); // dropped while it holds
+    })();
+    assert.equal(native.liveLocks(), base + 52);
+    await eventually(async () => {
+      await collect(1);
+      return native.liveLocks() <= base + 1;
+    }, { timeoutMs: 5000, what: "the unheld lock objects' native handles to be dropped" });
+    assert.equal(a.heldCount(), 1);
+    assert.equal(await redis.exists('gc:native:held'), 1, 'the dropped lock object still holds');
+    await a.close();
+    await eventually(async () => {
+      await collect(1);
+      return native.liveLocks() <= base;
+    }, { timeoutMs: 5000, what: "the native handle of the lock object that held, after close()" });
+  } finally {
+    await a.close();
+  }
+});

@@ -26,38 +26,42 @@ agree<native.NativeClient['closed'], Client['closed']>(true);
 agree<ReturnType<native.NativeClient['subscribedChannels']>, ReturnType<Client['subscribedChannels']>>(true);
 agree<ReturnType<native.NativeClient['heldCount']>, ReturnType<Client['heldCount']>>(true);
 
-// Getters and queries of a lock.
-agree<native.NativeLock['name'], Lock['name']>(true);
-agree<native.NativeLock['owner'], Lock['owner']>(true);
-agree<native.NativeLock['fenced'], Lock['fenced']>(true);
-agree<native.NativeLock['lost'], Lock['lost']>(true);
-agree<native.NativeLock['token'], Lock['token']>(true);
-agree<Resolved<native.NativeLock['isLocked']>, Awaited<ReturnType<Lock['isLocked']>>>(true);
-agree<Resolved<native.NativeLock['isHeld']>, Awaited<ReturnType<Lock['isHeld']>>>(true);
-agree<Resolved<native.NativeLock['holdCount']>, Awaited<ReturnType<Lock['holdCount']>>>(true);
-agree<Resolved<native.NativeLock['remainingLeaseMs']>, Awaited<ReturnType<Lock['remainingLeaseMs']>>>(true);
-agree<Resolved<native.NativeLock['forceUnlock']>, Awaited<ReturnType<Lock['forceUnlock']>>>(true);
+// Getters and queries of a lock (native functions on its handle's id).
+type LockId = ReturnType<native.NativeClient['lock']>;
+agree<ReturnType<typeof native.lockName>, Lock['name']>(true);
+agree<ReturnType<typeof native.lockOwner>, Lock['owner']>(true);
+agree<ReturnType<typeof native.lockFenced>, Lock['fenced']>(true);
+agree<ReturnType<typeof native.lockLost>, Lock['lost']>(true);
+agree<ReturnType<typeof native.lockToken>, Lock['token']>(true);
+agree<Resolved<typeof native.lockIsLocked>, Awaited<ReturnType<Lock['isLocked']>>>(true);
+agree<Resolved<typeof native.lockIsHeld>, Awaited<ReturnType<Lock['isHeld']>>>(true);
+agree<Resolved<typeof native.lockHoldCount>, Awaited<ReturnType<Lock['holdCount']>>>(true);
+agree<Resolved<typeof native.lockRemainingLeaseMs>, Awaited<ReturnType<Lock['remainingLeaseMs']>>>(true);
+agree<Resolved<typeof native.lockForceUnlock>, Awaited<ReturnType<Lock['forceUnlock']>>>(true);
 
-// The raw calls (fast.d.ts) take what NativeLock.handle() makes; a fenced hold's token
-// is the one Hold shows.
-agree<Parameters<typeof fast.lockAcquire>[0], ReturnType<native.NativeLock['handle']>>(true);
-agree<Parameters<typeof fast.lockRelease>[0], ReturnType<native.NativeLock['handle']>>(true);
+// Every call on a lock, the raw ones (fast.d.ts) too, takes the id the client made;
+// a fenced hold's token is the one Hold shows.
+agree<Parameters<typeof native.lockName>[0], LockId>(true);
+agree<Parameters<typeof native.lockDrop>[0], LockId>(true);
+agree<Parameters<typeof fast.lockAcquire>[0], LockId>(true);
+agree<Parameters<typeof fast.lockRelease>[0], LockId>(true);
 agree<NonNullable<native.HoldInfo['token']>, NonNullable<Hold['token']>>(true);
 
-// A multi-lock's quorum is passed through.
-agree<Lock['quorum'] extends native.NativeLock['quorum'] ? true : false, true>(true);
+// A multi-lock's quorum is passed through; it is made from its members' ids and has one.
+agree<Lock['quorum'] extends ReturnType<typeof native.lockQuorum> ? true : false, true>(true);
 agree<Quorum extends Parameters<typeof native.multiLock>[1] ? true : false, true>(true);
-agree<Parameters<typeof native.multiLock>[0], Array<native.NativeLock>>(true);
+agree<Parameters<typeof native.multiLock>[0], Array<LockId>>(true);
+agree<ReturnType<typeof native.multiLock>, LockId>(true);
 
-// The kind is the core's name of it: every public kind is a native one.
-agree<LockKind extends native.NativeLock['kind'] ? true : false, true>(true);
+// The kind is the core's name of it: the public kinds are the native ones.
+agree<ReturnType<typeof native.lockKind>, LockKind>(true);
 
 // A hold is made from what acquire resolves with (`token ?? null`, `count`).
 agree<Napi<native.HoldInfo['token']> | null, Hold['token']>(true);
 agree<native.HoldInfo['count'], Hold['holdCount']>(true);
 
 // status() passes the native snapshot through, absent values as null.
-type NativeStatus = Resolved<native.NativeLock['status']>;
+type NativeStatus = Resolved<typeof native.lockStatus>;
 agree<NativeStatus['name'], LockStatus['name']>(true);
 agree<NativeStatus['subscribers'], LockStatus['subscribers']>(true);
 agree<Napi<NativeStatus['remainingLeaseMs']> | null, LockStatus['remainingLeaseMs']>(true);
@@ -70,8 +74,8 @@ agree<NativeStatus['holders'][number]['count'], LockStatus['holders'][number]['c
 type NullFor<T> = { [K in keyof T]-?: undefined extends T[K] ? Exclude<T[K], undefined> | null : T[K] };
 agree<NullFor<NativeStatus['holders'][number]>, LockStatus['holders'][number]>(true);
 agree<NullFor<native.HolderStatus>, NonNullable<ReturnType<Lock['lastHolder']>>>(true);
-agree<Napi<ReturnType<native.NativeLock['lastHolder']>>, native.HolderStatus | null>(true);
-agree<Parameters<native.NativeLock['setHolderLabel']>[0], Lock['label'] | undefined>(true);
+agree<Napi<ReturnType<typeof native.lockLastHolder>>, native.HolderStatus | null>(true);
+agree<Parameters<typeof native.lockSetHolderLabel>[1], Lock['label'] | undefined>(true);
 
 // setLogger's function gets the native record as is (the level narrowed to tracing's five).
 agree<LogRecord['level'] extends native.LogRecord['level'] ? true : false, true>(true);
@@ -83,9 +87,9 @@ agree<ReturnType<native.NativeClient['metricsText']>, ReturnType<Client['metrics
 agree<NativeStatus['holders'][number]['info'] extends LockStatus['holders'][number]['info'] | undefined ? true : false, true>(true);
 
 // extend / reacquire resolve with the native ms.
-agree<Awaited<ReturnType<native.NativeLock['extend']>>, Awaited<ReturnType<Lock['extend']>>>(true);
-agree<Awaited<ReturnType<native.NativeLock['setLease']>>, Awaited<ReturnType<Lock['extend']>>>(true);
-agree<Awaited<ReturnType<native.NativeLock['reacquire']>>, Awaited<ReturnType<Lock['reacquire']>>>(true);
+agree<Awaited<ReturnType<typeof native.lockExtend>>, Awaited<ReturnType<Lock['extend']>>>(true);
+agree<Awaited<ReturnType<typeof native.lockSetLease>>, Awaited<ReturnType<Lock['extend']>>>(true);
+agree<Awaited<ReturnType<typeof native.lockReacquire>>, Awaited<ReturnType<Lock['reacquire']>>>(true);
 
 // The other shapes pass native names and counts through.
 agree<native.NativeSemaphore['name'], Semaphore['name']>(true);
@@ -105,5 +109,5 @@ agree<Awaited<ReturnType<native.NativeLatch['trySetCount']>>, Awaited<ReturnType
 agree<Awaited<ReturnType<native.NativeLatch['countDown']>>, Awaited<ReturnType<CountDownLatch['countDown']>>>(true);
 agree<Awaited<ReturnType<native.NativeLatch['count']>>, Awaited<ReturnType<CountDownLatch['count']>>>(true);
 agree<Awaited<ReturnType<native.NativeLatch['wait']>>, Awaited<ReturnType<CountDownLatch['wait']>>>(true);
-// A read-write lock's two sides are native lock handles of the same shape as any lock.
-agree<ReturnType<native.NativeClient['readWriteLock']>, Array<native.NativeLock>>(true);
+// A read-write lock's two sides are native lock handles like any lock's.
+agree<ReturnType<native.NativeClient['readWriteLock']>, Array<LockId>>(true);
