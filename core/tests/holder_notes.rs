@@ -228,6 +228,43 @@ async fn a_long_wait_logs_who_is_in_the_way_and_again_as_it_doubles() {
     waiting.shutdown().await.unwrap();
 }
 
+/// The long-wait log is a timer in the waiting acquire's own future: waiters start
+/// no task (from a blocking binding's thread, spawning one woke a runtime thread at
+/// every wait, and stopping it woke one again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_acquires_start_no_task_of_their_own() {
+    let server = RedisServer::start();
+    let client = builder(&server.url(), 3000).connect().await.unwrap();
+    let lock = client.lock("crowd").unwrap();
+    // A first wait subscribes the client (its subscriber task lives on).
+    let held = lock.acquire().await.unwrap();
+    let first = client.lock("crowd").unwrap();
+    let wait = first.acquire();
+    tokio::pin!(wait);
+    tokio::select! {
+        _ = &mut wait => panic!("acquired while held"),
+        _ = eventually(Duration::from_secs(10), "the first waiter parked", || async { client.waiting_acquires() == 1 }) => {}
+    }
+    held.release().await.unwrap();
+    let held = wait.await.unwrap();
+
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    // Polled in this task: whatever task is alive on top of `before` was started by them.
+    let locks: Vec<Lock> = (0..8).map(|_| client.lock("crowd").unwrap()).collect();
+    let waits = futures_util::future::join_all(locks.iter().map(|l| async move { l.acquire().await.unwrap().release().await.unwrap() }));
+    tokio::pin!(waits);
+    tokio::select! {
+        _ = &mut waits => panic!("acquired while held"),
+        _ = eventually(Duration::from_secs(10), "8 waiters parked", || async { client.waiting_acquires() == 8 }) => {}
+    }
+    let grown = metrics.num_alive_tasks().saturating_sub(before);
+    assert!(grown <= 2, "{grown} more tasks alive with 8 acquires waiting");
+    held.release().await.unwrap();
+    waits.await;
+    client.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_note_set_by_hand_is_kept_and_lives_as_long_as_the_hold() {
     let server = RedisServer::start();
