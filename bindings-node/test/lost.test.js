@@ -214,3 +214,27 @@ test("a lock is an EventEmitter whose listener table is made by its first listen
     await a.close();
   }
 });
+
+test("a lock whose loss is still to be told stays routed through a sweep of the client's held locks", async () => {
+  const a = await Client.connect(server.url);
+  try {
+    const lock = a.lock('lost:sweep');
+    const heard = [];
+    lock.on('lost', (err) => heard.push(err));
+    await lock.acquire({ leaseMs: 300 });
+    const others = Array.from({ length: 70 }, (_, i) => a.lock(`lost:sweep:${i}`));
+    // Polled without yielding to the event loop: the loss is known natively, its
+    // event is not delivered yet.
+    const deadline = performance.now() + 5000;
+    while (!lock.lost) {
+      if (performance.now() > deadline) assert.fail('the hold was not lost at the end of its lease');
+    }
+    // Each acquire enters the client's routed locks at once; the 64th sweeps them.
+    const holds = await Promise.all(others.map((l) => l.acquire()));
+    await eventually(() => heard.length === 1, { timeoutMs: 5000, what: "the 'lost' event told after the sweep" });
+    assert.ok(heard[0] instanceof LockLostError);
+    await Promise.all(holds.map((h) => h.release()));
+  } finally {
+    await a.close();
+  }
+});
