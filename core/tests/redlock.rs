@@ -501,6 +501,7 @@ async fn other_clients_get_in_between_streaks_of_redlock_hand_offs() {
         .collect();
     eventually(Duration::from_secs(20), "our holders took turns", || async { sections.load(Ordering::Acquire) >= 100 }).await;
     let (done, published) = (sections.load(Ordering::Acquire), command_calls(&mut raws[1], &["publish"]).await - publishes);
+    eprintln!("member 2: {published} messages for {done} sections");
     assert!(published * 3 < done, "most releases of member 2 handed over: {published} messages for {done} sections");
     let other = redlock(&theirs, "rl:streak");
     let got = other.acquire_with(AcquireOptions::wait(Duration::from_secs(10))).await.unwrap();
