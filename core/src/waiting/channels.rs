@@ -3,7 +3,7 @@
 //! messages wake its waiters ([`Policy`]: data, not code per primitive).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -58,6 +58,19 @@ pub(crate) trait Successor: Send + Sync {
     fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
+/// What the client knows of a count behind a channel (a semaphore's free permits)
+/// before a try of `amount` ([`super::hub::Hub::known`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// A try sent since the channel's last message found fewer than that free: the
+    /// count only rises with a release that publishes, which this client has not
+    /// heard yet, so this try would fail too.
+    Short,
+    /// Ask the server; after a failed try, tell the hub with this epoch (None: not
+    /// subscribed, so a rise could go unheard and nothing is noted).
+    Ask(Option<u64>),
+}
+
 pub(super) struct Shared {
     pub state: Mutex<State>,
     pub transport: Transport,
@@ -94,8 +107,13 @@ pub(super) struct Channel {
     /// When the primitive was last seen to expire (from a failed attempt): a waiter
     /// that queues behind others without trying wakes by then at the latest.
     pub busy_until: Option<Instant>,
-    /// True while subscribed on the current connection.
+    /// True while subscribed on the current connection; set with [`Channel::set_subscribed`].
     pub subscribed: watch::Sender<bool>,
+    /// Moves with every message, wake-all and change of subscription: whatever may
+    /// follow a rise of the count that a try sent before it did not see.
+    pub epoch: AtomicU64,
+    /// (epoch, amount): a try for `amount` sent in that epoch found the count short.
+    pub short: Option<(u64, u64)>,
 }
 
 /// One waiter's wake-up flag, and what a release may hand its hold to.
@@ -114,7 +132,13 @@ impl Slot {
 
 impl Channel {
     pub fn new(policy: Policy) -> Self {
-        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0 }
+        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None }
+    }
+
+    /// Messages may be missed while not subscribed: what the tries before saw goes stale.
+    pub fn set_subscribed(&self, live: bool) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.subscribed.send_replace(live);
     }
 
     /// Wakes the first `n` waiters that are not already woken.
@@ -123,11 +147,13 @@ impl Channel {
     }
 
     pub fn wake_all(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         self.waiters.iter().for_each(|s| s.wake());
     }
 
     /// Applies one message, by the channel's policy.
     pub fn deliver(&self, payload: &[u8]) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         match self.policy.decode(payload) {
             Wake::None => {}
             Wake::First(n) => self.wake_first(n),

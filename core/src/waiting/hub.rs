@@ -13,7 +13,7 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::channels::{Channel, Policy, Shared, Slot, State, Successor};
+use super::channels::{Channel, Known, Policy, Shared, Slot, State, Successor};
 use super::subscriber;
 use crate::config::Config;
 use crate::transport::Transport;
@@ -174,6 +174,38 @@ impl Hub {
         claimed
     }
 
+    /// Before a try for `amount` of the count behind `channel` (a semaphore's permits):
+    /// [`Known::Short`] when this client already knows it would fail. Sound only for
+    /// counts that rise by published releases alone (Redisson's and ours do);
+    /// a waiter that skips its try stays queued, and the release that publishes wakes
+    /// the waiters ahead of it.
+    pub fn known(&self, channel: &[u8], amount: u64) -> Known {
+        if self.shared.waiting.load(Ordering::Acquire) == 0 {
+            return Known::Ask(None);
+        }
+        let state = self.shared.state.lock().unwrap();
+        let Some(c) = state.channels.get(channel).filter(|c| *c.subscribed.borrow()) else { return Known::Ask(None) };
+        let epoch = c.epoch.load(Ordering::Acquire);
+        match c.short {
+            Some((at, least)) if at == epoch && amount >= least => Known::Short,
+            _ => Known::Ask(Some(epoch)),
+        }
+    }
+
+    /// A try for `amount` sent in `epoch` (from [`Hub::known`]) found the count short.
+    pub fn note_short(&self, channel: &[u8], epoch: u64, amount: u64) {
+        let mut state = self.shared.state.lock().unwrap();
+        let Some(c) = state.channels.get_mut(channel) else { return };
+        if c.epoch.load(Ordering::Acquire) != epoch {
+            return;
+        }
+        let least = match c.short {
+            Some((at, least)) if at == epoch => least.min(amount),
+            _ => amount,
+        };
+        c.short = Some((epoch, least));
+    }
+
     /// Acquires of this client parked between tries (on every channel).
     pub fn parked(&self) -> usize {
         self.shared.parked.load(Ordering::Acquire)
@@ -199,7 +231,7 @@ impl Hub {
         }
         state.reconcile = None;
         for channel in state.channels.values() {
-            channel.subscribed.send_replace(false);
+            channel.set_subscribed(false);
             channel.wake_all();
         }
     }

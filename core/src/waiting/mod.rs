@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::error::{Error, ErrorKind, Result};
-pub(crate) use channels::{Policy, Successor};
+pub(crate) use channels::{Known, Policy, Successor};
 use hub::Hub;
 
 /// The outcome of one try.

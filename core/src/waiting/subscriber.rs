@@ -59,7 +59,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
             let state = shared.state.lock().unwrap();
             for name in &wanted {
                 if let Some(c) = state.channels.get(name) {
-                    c.subscribed.send_replace(true);
+                    c.set_subscribed(true);
                 }
             }
             if reconnect {
@@ -104,7 +104,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         tracing::info!("pub/sub connection lost; reconnecting");
         let state = shared.state.lock().unwrap();
         state.channels.values().for_each(|c| {
-            c.subscribed.send_replace(false);
+            c.set_subscribed(false);
         });
     }
 }
@@ -165,7 +165,7 @@ async fn apply(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) -> red
             // Not live from here on: a waiter that arrives while the unsubscribe is
             // under way must not count on this subscription (it would miss messages);
             // it asks for a new one and waits for it.
-            c.subscribed.send_replace(false);
+            c.set_subscribed(false);
         }
         (wanted, subscribed)
     };
@@ -173,7 +173,7 @@ async fn apply(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) -> red
         sink.subscribe(std::slice::from_ref(&name)).await?;
         let state = shared.state.lock().unwrap();
         if let Some(c) = state.channels.get(&name) {
-            c.subscribed.send_replace(true);
+            c.set_subscribed(true);
             if c.waiters.is_empty() {
                 // Everyone left while subscribing: undo on the next pass.
                 if let Some(tx) = &state.reconcile {
