@@ -1,7 +1,8 @@
 //! Same-client permit hand-off: a release that finds a waiter of its own client
 //! queued for the permits it returns gives them to it inside the client (no
 //! script, no message, the count never moves), and still lets other clients in
-//! after a streak.
+//! after a streak; the acquire that comes back after it queues without a try the
+//! client knows fails.
 
 mod common;
 
@@ -15,19 +16,16 @@ use futures_util::StreamExt;
 use redis::AsyncCommands;
 
 /// Spawns `sem.acquire(permits)` (kept: forgotten) and returns once it is waiting:
-/// subscribed, its attempts run, and parked (so a release may hand to it).
-async fn spawn_waiter(raw: &redis::aio::MultiplexedConnection, client: &Client, sem: &Semaphore, permits: u64) -> tokio::task::JoinHandle<u64> {
-    let mut raw = raw.clone();
-    let calls = script_calls(&mut raw).await;
+/// subscribed, its tries (if any) done, and parked (so a release may hand to it).
+async fn spawn_waiter(client: &Client, sem: &Semaphore, permits: u64) -> tokio::task::JoinHandle<u64> {
     let parked = client.waiting_acquires();
     let waiting = tokio::spawn({
         let sem = sem.clone();
         async move { sem.acquire(permits).await.unwrap().forget() }
     });
-    eventually(Duration::from_secs(5), "the waiter tried twice and parked", || {
-        let mut raw = raw.clone();
+    eventually(Duration::from_secs(5), "the waiter parked", || {
         let now_parked = client.waiting_acquires();
-        async move { script_calls(&mut raw).await >= calls + 2 && now_parked == parked + 1 }
+        async move { now_parked == parked + 1 }
     })
     .await;
     waiting
@@ -48,8 +46,8 @@ async fn a_release_hands_its_permits_to_a_waiter_of_the_same_client_without_free
     assert!(sem.try_set_permits(1).await.unwrap());
     sem.acquire(1).await.unwrap().forget();
     // Another client waits first: the permit still goes to the releaser's own waiter.
-    let outsider = spawn_waiter(&raw, &other, &other.semaphore("slots").unwrap(), 1).await;
-    let mine = spawn_waiter(&raw, &c, &c.semaphore("slots").unwrap(), 1).await;
+    let outsider = spawn_waiter(&other, &other.semaphore("slots").unwrap(), 1).await;
+    let mine = spawn_waiter(&c, &c.semaphore("slots").unwrap(), 1).await;
     // Everything that happens to the key or on its channel, in order.
     let mut events = redis::Client::open(server.url()).unwrap().get_async_pubsub().await.unwrap();
     events.subscribe(&["redisson_sc:{slots}", "__keyspace@0__:slots"]).await.unwrap();
@@ -86,7 +84,7 @@ async fn a_waiter_for_other_permits_is_not_handed_any() {
     let c = client(&server.url(), 10_000).await;
     let sem = c.semaphore("pairs").unwrap();
     assert!(sem.try_set_permits(0).await.unwrap());
-    let waiting = spawn_waiter(&raw, &c, &sem, 2).await;
+    let waiting = spawn_waiter(&c, &sem, 2).await;
     let publishes = command_calls(&mut raw, &["publish"]).await;
     assert_eq!(sem.release(1).await.unwrap(), 1, "one permit is not what it waits for: freed");
     assert_eq!(command_calls(&mut raw, &["publish"]).await, publishes + 1);
@@ -105,7 +103,7 @@ async fn a_streak_of_permit_hand_offs_ends_with_a_release_that_publishes() {
     assert!(sem.try_set_permits(0).await.unwrap());
     let mut published_at = Vec::new();
     for release in 1..=27 {
-        let waiting = spawn_waiter(&raw, &c, &sem, 1).await;
+        let waiting = spawn_waiter(&c, &sem, 1).await;
         let publishes = command_calls(&mut raw, &["publish"]).await;
         sem.release(1).await.unwrap();
         waiting.await.unwrap();
@@ -158,4 +156,68 @@ async fn handing_permits_over_in_a_row_still_lets_other_clients_in() {
     assert_eq!(c.semaphore("busy").unwrap().available().await.unwrap(), 1, "no permit lost or made");
     c.shutdown().await.unwrap();
     outsider_client.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_behind_waiters_of_its_client_skips_the_try_it_knows_fails() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let other = client(&server.url(), 10_000).await;
+    let sem = c.semaphore("few").unwrap();
+    assert!(sem.try_set_permits(0).await.unwrap());
+    let calls = script_calls(&mut raw).await;
+    let first = spawn_waiter(&c, &sem, 1).await;
+    assert_eq!(script_calls(&mut raw).await, calls + 2, "the first waiter tried before and after subscribing");
+    let second = spawn_waiter(&c, &sem, 1).await;
+    assert_eq!(script_calls(&mut raw).await, calls + 2, "no try: one for as many permits failed since the last message");
+
+    // Each release of another client publishes and wakes one of them, which takes the permit.
+    let theirs = other.semaphore("few").unwrap();
+    theirs.release(1).await.unwrap();
+    eventually(Duration::from_secs(10), "one waiter took the first permit", || {
+        let done = first.is_finished() || second.is_finished();
+        async move { done }
+    })
+    .await;
+    theirs.release(1).await.unwrap();
+    for w in [first, second] {
+        assert_eq!(tokio::time::timeout(Duration::from_secs(10), w).await.expect("woken").unwrap(), 1);
+    }
+    assert_eq!(value(&mut raw, "few").await.as_deref(), Some("0"));
+    c.shutdown().await.unwrap();
+    other.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_asks_the_server_when_it_wants_fewer_permits_or_a_message_came() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let sem = c.semaphore("some").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let pair = spawn_waiter(&c, &sem, 2).await;
+
+    // Two permits were short; one may not be.
+    let calls = script_calls(&mut raw).await;
+    let one = tokio::time::timeout(Duration::from_secs(10), sem.acquire(1)).await.expect("the free permit").unwrap();
+    assert_eq!(script_calls(&mut raw).await, calls + 1);
+    one.forget();
+
+    // A message, any message, may follow a rise: the next try asks again.
+    let quiet = spawn_waiter(&c, &sem, 1).await;
+    let calls = script_calls(&mut raw).await;
+    assert!(sem.try_acquire(1).await.unwrap().is_none());
+    assert_eq!(script_calls(&mut raw).await, calls, "known short: no call");
+    let _: i64 = raw.publish("redisson_sc:{some}", "0").await.unwrap();
+    eventually(Duration::from_secs(5), "a try after the message asked the server", || {
+        let (sem, mut raw) = (sem.clone(), raw.clone());
+        async move { sem.try_acquire(1).await.unwrap().is_none() && script_calls(&mut raw).await > calls }
+    })
+    .await;
+
+    sem.release(3).await.unwrap();
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), pair).await.expect("woken").unwrap(), 2);
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), quiet).await.expect("woken").unwrap(), 1);
+    c.shutdown().await.unwrap();
 }

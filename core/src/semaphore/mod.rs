@@ -28,7 +28,7 @@ use crate::waiting::Successor;
 use handoff::Waiting;
 use crate::scripts;
 use crate::validate;
-use crate::waiting::{self, Attempt, Policy};
+use crate::waiting::{self, Attempt, Known, Policy};
 
 /// A handle on one semaphore name. Cheap to clone; every clone is the same semaphore.
 #[derive(Clone)]
@@ -307,10 +307,16 @@ impl waiting::Acquire for Take<'_> {
 
 /// One try: a lost reply is asked again with the same request (its latch makes it
 /// act once); if Redis cannot answer in time the caller gets `Connection` and a
-/// resolver settles the request in the background.
+/// resolver settles the request in the background. Not sent when the client knows
+/// it would fail (`Known::Short`): a task that handed its permits to a waiter of its
+/// own and comes straight back for more queues without the call, which always failed.
 async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Taken>>> {
     let inner = &semaphore.inner;
     let ctx = &inner.ctx;
+    let epoch = match ctx.hub.known(&inner.names.channel, permits) {
+        Known::Short => return Ok(Attempt::Busy(None)),
+        Known::Ask(epoch) => epoch,
+    };
     let latch = inner.names.request_reply(ctx.next_request());
     let mut call = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
     call.key(&inner.names.name)
@@ -334,7 +340,12 @@ async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Take
                 permits,
             })))
         }
-        Ok(_) => Ok(Attempt::Busy(None)),
+        Ok(_) => {
+            if let Some(epoch) = epoch {
+                ctx.hub.note_short(&inner.names.channel, epoch, permits);
+            }
+            Ok(Attempt::Busy(None))
+        }
         Err(e) if e.kind() == ErrorKind::Connection => {
             let resolver = settle(
                 semaphore.clone(),
