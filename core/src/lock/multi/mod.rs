@@ -243,7 +243,14 @@ impl Multi {
         };
         // Ending a hold (each member released once): to the next holder of the same
         // multi-lock here, if one waits.
-        let mut successors = if left == 0 && lost.is_none() && one_level { self.successors(&members) } else { Vec::new() }.into_iter();
+        let mut successors = if left == 0 && lost.is_none() && one_level { self.successors(&members) } else { Vec::new() };
+        let mut members = members;
+        if successors.iter().filter(|d| d.is_some()).count() > 1 {
+            // Every member goes to one follower, woken by the first member's hand-off: that one first.
+            members.reverse();
+            successors.reverse();
+        }
+        let mut successors = successors.into_iter();
         let results = futures_util::future::join_all(members.iter().map(|i| {
             let directed = successors.next().flatten();
             async move {
