@@ -19,8 +19,44 @@ use pyo3_async_runtimes::TaskLocals;
 
 use crate::errors::{to_py, PyResultExt};
 
-/// How long a blocking call waits before it looks for pending signals (Ctrl-C).
+/// How long a blocking call of Python's main thread waits before it looks for
+/// pending signals (Ctrl-C).
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+/// The same for any other thread, where Python runs no signal handler: each look
+/// costs a wake-up, a round of the GIL and a poll of the call, which 50 times a
+/// second per waiting thread took CPU from the holders on a small machine. Still
+/// bounded, in case the main thread is told wrong (an embedding's own threads).
+const OTHER_THREAD_SLICE: Duration = Duration::from_secs(1);
+
+thread_local! {
+    /// (process id, is Python's main thread) as last found on this thread: found
+    /// again in a forked child, whose main thread is the one that forked.
+    static MAIN_THREAD: std::cell::Cell<Option<(u32, bool)>> = const { std::cell::Cell::new(None) };
+}
+
+/// How long the calling thread's blocking calls wait between looks for signals.
+fn signal_slice(py: Python<'_>) -> Duration {
+    let pid = std::process::id();
+    let main = match MAIN_THREAD.with(|m| m.get()) {
+        Some((owner, main)) if owner == pid => main,
+        _ => {
+            let main = is_main_thread(py).unwrap_or(true);
+            MAIN_THREAD.with(|m| m.set(Some((pid, main))));
+            main
+        }
+    };
+    if main {
+        SIGNAL_SLICE
+    } else {
+        OTHER_THREAD_SLICE
+    }
+}
+
+fn is_main_thread(py: Python<'_>) -> PyResult<bool> {
+    let threading = py.import("threading")?;
+    Ok(threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?))
+}
 
 // ---------------------------------------------------------------------------
 // Fork safety.
@@ -69,7 +105,7 @@ pub(crate) fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
 }
 
 /// Runs `fut` to completion with the GIL released, looking for signals every
-/// [`SIGNAL_SLICE`]: on Unix polled on this thread, which also does the I/O of its
+/// [`SIGNAL_SLICE`] (other threads: [`OTHER_THREAD_SLICE`]): on Unix polled on this thread, which also does the I/O of its
 /// own connection (core's `blocking`), elsewhere on the shared runtime. On KeyboardInterrupt
 /// (or any exception a signal handler raises) the future is dropped, which core
 /// guarantees leaves nothing held and no subscription behind.
@@ -79,6 +115,7 @@ where
     T: Send,
 {
     let rt = runtime()?;
+    let slice = signal_slice(py);
     let mut fut = Box::pin(fut);
     #[cfg(unix)]
     let mut drive = ferrolock::blocking::Drive::new();
@@ -86,7 +123,7 @@ where
         let step = py.detach(|| {
             let _context = rt.enter();
             #[cfg(unix)]
-            match drive.slice(fut.as_mut(), SIGNAL_SLICE) {
+            match drive.slice(fut.as_mut(), slice) {
                 ferrolock::blocking::Slice::Done(result) => {
                     ferrolock::blocking::settle();
                     return Some(result);
@@ -94,7 +131,7 @@ where
                 ferrolock::blocking::Slice::Pending => return None,
                 ferrolock::blocking::Slice::Unavailable => {}
             }
-            rt.block_on(async { tokio::time::timeout(SIGNAL_SLICE, fut.as_mut()).await }).ok()
+            rt.block_on(async { tokio::time::timeout(slice, fut.as_mut()).await }).ok()
         });
         match step {
             Some(result) => return result.py(),

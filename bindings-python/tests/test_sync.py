@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 import time
 
@@ -296,6 +297,44 @@ def test_fenced_lock_token_in_this_process(client: ferrolock.Client, name: str) 
     with lock:
         second = lock.token
         assert second is not None and second > first
+
+
+def _voluntary_switches(tid: int) -> int:
+    """How often thread ``tid`` of this process gave up its CPU (Linux)."""
+    with open(f"/proc/self/task/{tid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches:"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads a thread's context switches in /proc")
+def test_a_thread_other_than_the_main_one_waits_without_looking_for_signals(
+    client: ferrolock.Client, client2: ferrolock.Client, name: str
+) -> None:
+    # Python runs signal handlers on its main thread only: another thread's wait
+    # does not wake 50 times a second to look for Ctrl-C (a GIL round and a poll of
+    # the call each time, CPU taken from the holders).
+    other = client2.lock(name)
+    assert other.acquire()
+    lock = client.lock(name)
+    tids: list[int] = []
+
+    def wait() -> None:
+        tids.append(threading.get_native_id())
+        assert lock.acquire(timeout=30)
+        lock.release()
+
+    t = threading.Thread(target=wait)
+    t.start()
+    try:
+        wait_until(lambda: client.metrics().waiters_now == 1, what="the thread to wait")
+        before = _voluntary_switches(tids[0])
+        threading.Event().wait(1.0)  # the span the wake-ups are counted over
+        woke = _voluntary_switches(tids[0]) - before
+    finally:
+        other.release()
+        t.join(10)
+    assert not t.is_alive()
+    # 50 and more when it looked every 20 ms; about 10 now (core's check for overdue replies).
+    assert woke < 30, f"the waiting thread woke {woke} times in 1 s"
 
 
 def test_keyboard_interrupt_stops_a_wait_and_leaves_nothing_held(client: ferrolock.Client, name: str) -> None:
