@@ -224,7 +224,7 @@ impl Multi {
     /// been held (else NotOwner); majority: the quorum must have been released.
     pub async fn release(&self, all: bool) -> Result<Released> {
         let _op = self.op.lock().await;
-        let (members, left, lost, one_level) = {
+        let (mut members, left, lost, one_level) = {
             let mut st = self.state.lock().unwrap();
             if st.levels.is_empty() {
                 return Err(Error::new(ErrorKind::NotOwner, format!("releasing {}: this holder does not hold it", self.what())));
@@ -244,7 +244,6 @@ impl Multi {
         // Ending a hold (each member released once): to the next holder of the same
         // multi-lock here, if one waits.
         let mut successors = if left == 0 && lost.is_none() && one_level { self.successors(&members) } else { Vec::new() };
-        let mut members = members;
         if successors.iter().filter(|d| d.is_some()).count() > 1 {
             // Every member goes to one follower, woken by the first member's hand-off: that one first.
             members.reverse();
