@@ -53,9 +53,12 @@ fn signal_slice(py: Python<'_>) -> Duration {
     }
 }
 
+/// By ident: `threading.current_thread()` would register a dummy thread object,
+/// never freed, for a thread that threading did not start.
 fn is_main_thread(py: Python<'_>) -> PyResult<bool> {
     let threading = py.import("threading")?;
-    Ok(threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?))
+    let main = threading.call_method0("main_thread")?.getattr("ident")?;
+    threading.call_method0("get_ident")?.eq(main)
 }
 
 // ---------------------------------------------------------------------------
