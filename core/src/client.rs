@@ -211,7 +211,8 @@ impl Client {
         Ok(self.ctx.renew(None).await)
     }
 
-    /// Number of lock channels this client's pub/sub connection is subscribed to.
+    /// Number of lock channels this client's pub/sub connection is subscribed to (a
+    /// channel stays subscribed for 100 ms after its last waiter leaves).
     pub fn subscribed_channels(&self) -> usize {
         self.ctx.hub.subscribed_channels()
     }

@@ -231,3 +231,61 @@ async fn random_cancellation_leaves_nothing_behind() {
     left.retain(|k| k != "counter");
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Two clients taking turns on a lock, each waiting for the other's release: each
+/// subscribes once, not at every wait (the subscription outlives a client's last
+/// waiter by a moment), and both subscriptions still go once nobody waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_taking_turns_subscribe_once_and_leave_when_nobody_waits() {
+    const TURNS: usize = 20;
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let clients = [client(&server.url(), 10_000).await, client(&server.url(), 10_000).await];
+    let subscribes = command_calls(&mut raw, &["subscribe"]).await;
+    let first = clients[0].lock("contended").unwrap().acquire().await.unwrap();
+    let done: Arc<[std::sync::atomic::AtomicBool; 2]> = Arc::default();
+    let mut tasks = Vec::new();
+    for (me, other) in [(0, 1), (1, 0)] {
+        let (mine, theirs, done) = (clients[me].clone(), clients[other].clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let lock = mine.lock("contended").unwrap();
+            for _ in 0..TURNS {
+                let guard = lock.acquire().await.unwrap();
+                // Hold until the other client waits (or has taken all its turns),
+                // so that every take follows a wait.
+                eventually(Duration::from_secs(10), "the other client to wait", || {
+                    let waiting = theirs.metrics().waiters_now == 1 || done[other].load(std::sync::atomic::Ordering::Acquire);
+                    async move { waiting }
+                })
+                .await;
+                guard.release().await.unwrap();
+            }
+            done[me].store(true, std::sync::atomic::Ordering::Release);
+        }));
+        if me == 0 {
+            // Client 1's task starts once client 0's waits behind `first`.
+            eventually(Duration::from_secs(10), "client 0 to wait", || {
+                let waiting = clients[0].metrics().waiters_now == 1;
+                async move { waiting }
+            })
+            .await;
+        }
+    }
+    eventually(Duration::from_secs(10), "client 1 to wait", || {
+        let waiting = clients[1].metrics().waiters_now == 1;
+        async move { waiting }
+    })
+    .await;
+    first.release().await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t).await.expect("every turn taken").unwrap();
+    }
+    let subscribed = command_calls(&mut raw, &["subscribe"]).await - subscribes;
+    // Measured: 2 (one per client); about one per turn (~20) without the linger. A
+    // turn slower than the linger on a loaded machine costs one more.
+    assert!(subscribed <= TURNS as u64 / 3, "{subscribed} SUBSCRIBEs for {} waits: the subscription did not outlive its waiter", 2 * TURNS);
+    wait_subscribers(&raw, CHANNEL, 0).await;
+    for c in clients {
+        c.shutdown().await.unwrap();
+    }
+}

@@ -114,6 +114,11 @@ pub(super) struct Channel {
     pub epoch: AtomicU64,
     /// (epoch, amount): a try for `amount` sent in that epoch found the count short.
     pub short: Option<(u64, u64)>,
+    /// When its last waiter left (None while it has waiters): the subscription
+    /// outlives it by subscriber.rs's `LINGER`.
+    pub idle_since: Option<Instant>,
+    /// A timer will look at this channel again when its linger ends (one at a time).
+    pub recheck_due: bool,
 }
 
 /// One waiter's wake-up flag, and what a release may hand its hold to.
@@ -132,7 +137,7 @@ impl Slot {
 
 impl Channel {
     pub fn new(policy: Policy) -> Self {
-        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None }
+        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None, recheck_due: false }
     }
 
     /// Messages may be missed while not subscribed: what the tries before saw goes stale.

@@ -1,6 +1,7 @@
 //! The waiters of one client, per channel: one subscription per channel on the
 //! client's one subscriber connection (subscriber.rs), reference counted by the
-//! waiters on it. How a message wakes them is the channel's policy
+//! waiters on it and kept a moment after the last one leaves (subscriber.rs's
+//! `LINGER`). How a message wakes them is the channel's policy
 //! (channels.rs); a wake left unused by a waiter that leaves passes to the
 //! next. After a reconnect every waiter is woken, since messages sent during the
 //! gap are lost. A waiter may offer a [`Successor`]: a release of this client may
@@ -29,7 +30,7 @@ pub(crate) struct Hub {
 }
 
 /// A registered waiter on one channel. Dropping it leaves the channel (and
-/// unsubscribes when it was the last waiter).
+/// unsubscribes, a moment later, when it was the last waiter).
 pub(crate) struct Waiter {
     shared: Arc<Shared>,
     channel: Vec<u8>,
@@ -62,6 +63,7 @@ impl Drop for Waiter {
             channel.wake_first(1);
         }
         if channel.waiters.is_empty() {
+            channel.idle_since = Some(Instant::now());
             if let Some(tx) = &state.reconcile {
                 let _ = tx.send(self.channel.clone());
             }
@@ -125,6 +127,7 @@ impl Hub {
             let queued = entry
                 .busy_until
                 .filter(|until| live && !entry.waiters.is_empty() && *until > Instant::now());
+            entry.idle_since = None;
             entry.waiters.push_back(slot.clone());
             self.shared.waiting.fetch_add(1, Ordering::AcqRel);
             let rx = entry.subscribed.subscribe();
