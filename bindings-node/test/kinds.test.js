@@ -99,7 +99,9 @@ test('read-write lock: readers together, a writer alone, on Locks of the same AP
 
     // The writer waits for the last reader and is woken by its release.
     const writing = w2.acquire({ waitMs: 30_000 });
-    await eventually(() => c2.subscribedChannels() === 1, { what: 'the writer waits' });
+    // Parked, not just subscribed: the subscription of the bounded wait above outlives
+    // it by 100 ms, so the channel alone does not tell that the writer waits yet.
+    await eventually(() => c2.subscribedChannels() === 1 && c2.metrics().waitersNow === 1, { what: 'the writer waits' });
     await r2.release();
     assert.equal(await w2.isHeld(), false, 'one reader still holds');
     const t0 = performance.now();

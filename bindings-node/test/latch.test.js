@@ -46,7 +46,10 @@ test('every waiter, on every client, is woken by the opening message', async () 
     const latch = client.countDownLatch(name);
     await latch.trySetCount(3);
     const waits = [client, c2, c2].map((c) => c.countDownLatch(name).wait({ waitMs: 30_000 }));
-    await eventually(async () => c2.subscribedChannels() === 1 && client.subscribedChannels() === 1, { what: 'waiters subscribed' });
+    // Parked, not just subscribed: the client's channel of the test before may still be
+    // subscribed (100 ms after its last waiter left) and count for this one's.
+    await eventually(() => c2.subscribedChannels() === 1 && client.subscribedChannels() === 1
+      && c2.metrics().waitersNow === 2 && client.metrics().waitersNow === 1, { what: 'waiters subscribed' });
     await latch.countDown();
     await c2.countDownLatch(name).countDown();
     assert.equal(await latch.count(), 1);

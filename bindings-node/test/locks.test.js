@@ -79,7 +79,8 @@ test('tryAcquire with waits', async () => {
   // A release while b waits hands the lock to b well before its bound.
   t0 = performance.now();
   const pending = b.tryAcquire({ waitMs: 10_000 });
-  await eventually(() => client.subscribedChannels() === 1, { what: 'b subscribed' });
+  // Parked, not just subscribed: the channel of b's wait above stays subscribed 100 ms after it.
+  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'b subscribed' });
   await a.release();
   assert.equal(await pending, true);
   assert.ok(performance.now() - t0 < 5000);

@@ -123,7 +123,9 @@ test('at most N inside under contention, and a waiter woken by the release messa
     const holder = await sems[0].acquire({ leaseMs: 30_000 });
     const other = await sems[0].acquire({ leaseMs: 30_000 });
     const waiting = sems[1].acquire({ waitMs: 30_000 });
-    await eventually(() => c2.subscribedChannels() === 1, { what: 'the waiter subscribed' });
+    // Parked, not just subscribed: c2's channel stays subscribed 100 ms after the
+    // workers' last wait on it.
+    await eventually(() => c2.subscribedChannels() === 1 && c2.metrics().waitersNow === 1, { what: 'the waiter subscribed' });
     const t0 = performance.now();
     await holder.release();
     const permit = await within(waiting, 5000, 'the waiter woken');
@@ -143,7 +145,9 @@ test('an aborted wait takes nothing, even when the abort races a release', async
   const held = await ps.acquire();
   const ac = new AbortController();
   const pending = ps.acquire({ signal: ac.signal, leaseMs: 60_000 });
-  await eventually(() => client.subscribedChannels() === 1, { what: 'waiter subscribed' });
+  // Parked, not just subscribed: a channel of the test before may still be subscribed
+  // (100 ms after its last waiter left) and count for this one.
+  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
   ac.abort();
   await assert.rejects(within(pending, 3000, 'aborted wait'), (e) => isAbort(e) && /permit-expirable semaphore "permits:abort".*nothing was taken/.test(e.message));
   await eventually(() => client.subscribedChannels() === 0, { what: 'unsubscribed' });
@@ -154,7 +158,8 @@ test('an aborted wait takes nothing, even when the abort races a release', async
     const hold = await ps.acquire();
     const abort = new AbortController();
     const wait = ps.acquire({ signal: abort.signal }).then((p) => p, (e) => (isAbort(e) ? null : Promise.reject(e)));
-    await eventually(() => client.subscribedChannels() === 1, { what: 'waiter subscribed' });
+    // Parked: the round before's subscription outlives its waiter by 100 ms.
+    await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
     const released = hold.release();
     abort.abort();
     await released;

@@ -164,7 +164,10 @@ test('two redlocks on different clients exclude each other, and a release wakes 
     // Nothing of b stays behind after its failed attempts: only a's owner field.
     for (const [i, r] of shared.raws.entries()) assert.deepEqual(Object.keys(await r.hgetall('rl:excl')), [a.members[i].owner]);
     const waiting = b.acquire();
-    await eventually(() => two.clients[0].subscribedChannels() > 0, { what: 'b waiting on the lock channel' });
+    // Parked, not just subscribed: the channel of b's bounded wait above stays
+    // subscribed 100 ms after it.
+    await eventually(() => two.clients[0].subscribedChannels() > 0 && two.clients.some((c) => c.metrics().waitersNow > 0),
+      { what: 'b waiting on the lock channel' });
     await a.release();
     const hold = await within(waiting, 5000, "b's acquire after a's release");
     assert.equal(hold.holdCount, 1);
@@ -303,7 +306,10 @@ test('MultiLock needs every member; Redlock a majority', async () => {
 
     // Once the third member is free, the MultiLock gets it; a waiter wakes on the release.
     const waiting = ml.acquire({ waitMs: 10_000 });
-    await eventually(() => all.clients[2].subscribedChannels() > 0, { what: 'the MultiLock waiting on member 3' });
+    // Parked, not just subscribed: the channel of the bounded waits above stays
+    // subscribed 100 ms after them.
+    await eventually(() => all.clients[2].subscribedChannels() > 0 && all.clients[2].metrics().waitersNow > 0,
+      { what: 'the MultiLock waiting on member 3' });
     await blocker.release();
     const hold = await within(waiting, 10_000, 'the MultiLock after the release');
     assert.deepEqual((await keysOn(shared.raws)).map((k) => k.length), [1, 1, 1]);

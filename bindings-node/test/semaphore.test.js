@@ -148,7 +148,9 @@ test('an aborted wait takes nothing, even when the abort races a release', async
   const held = await sem.acquire();
   const ac = new AbortController();
   const pending = sem.acquire({ signal: ac.signal });
-  await eventually(() => client.subscribedChannels() === 1, { what: 'waiter subscribed' });
+  // Parked, not just subscribed: a channel of a test before may still be subscribed
+  // (100 ms after its last waiter left) and count for this one.
+  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
   ac.abort();
   await assert.rejects(within(pending, 3000, 'aborted wait'), (e) => isAbort(e) && /semaphore "sem:abort".*nothing was taken/.test(e.message));
   await eventually(() => client.subscribedChannels() === 0, { what: 'unsubscribed' });
@@ -161,7 +163,8 @@ test('an aborted wait takes nothing, even when the abort races a release', async
     const hold = await sem.acquire();
     const abort = new AbortController();
     const wait = sem.acquire({ signal: abort.signal }).then((p) => p, (e) => (isAbort(e) ? null : Promise.reject(e)));
-    await eventually(() => client.subscribedChannels() === 1, { what: 'waiter subscribed' });
+    // Parked: the round before's subscription outlives its waiter by 100 ms.
+    await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
     const released = hold.release();
     abort.abort();
     await released;

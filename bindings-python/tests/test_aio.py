@@ -120,7 +120,9 @@ def test_timeouts(url: str, name: str) -> None:
         assert remaining is not None and 0 < remaining <= WATCHDOG
 
     async def subscribed(client: ferrolock.aio.Client) -> bool:
-        return client.subscribed_channels() == 1
+        # Parked, not just subscribed: the channel of the timed-out waits above stays
+        # subscribed 100 ms after them.
+        return client.subscribed_channels() == 1 and client.metrics().waiters_now == 1
 
     run(main, url)
 

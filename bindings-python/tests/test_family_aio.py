@@ -32,6 +32,17 @@ def subscribed(client: ferrolock.aio.Client, n: int) -> Callable[[], Awaitable[b
     return check
 
 
+def waiting(client: ferrolock.aio.Client, waiters: int) -> Callable[[], Awaitable[bool]]:
+    """``waiters`` acquires of ``client`` parked on its one channel. Not just the channel
+    subscribed: a subscription outlives its last waiter by 100 ms, so a wait that ended
+    just before would count for the next one before it even started."""
+
+    async def check() -> bool:
+        return client.subscribed_channels() == 1 and client.metrics().waiters_now == waiters
+
+    return check
+
+
 def test_fair_lock_and_read_write_lock(url: str, name: str) -> None:
     async def main(client: ferrolock.aio.Client) -> None:
         fair = client.fair_lock(name)
@@ -119,7 +130,7 @@ def test_semaphore(url: str, name: str) -> None:
         # Woken by a release, well before anything could expire.
         assert await sem.drain() == 2
         waiter = asyncio.create_task(sem.acquire(timeout=WAKE_BOUND))
-        await eventually(subscribed(client, 1), what="the waiter to wait")
+        await eventually(waiting(client, 1), what="the waiter to wait")
         await sem.release()
         assert await waiter
         assert await sem.available() == 0
@@ -171,7 +182,7 @@ def test_permit_expirable_semaphore(url: str, name: str) -> None:
         assert not await ps.release(permit)
         # A cancelled wait takes nothing.
         waiter = asyncio.create_task(ps.acquire())
-        await eventually(subscribed(client, 1), what="the waiter to wait")
+        await eventually(waiting(client, 1), what="the waiter to wait")
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
@@ -187,7 +198,7 @@ def test_permit_expirable_semaphore(url: str, name: str) -> None:
         first = await ps.acquire(lease=LONG_LEASE)
         assert first is not None
         waiter2 = asyncio.create_task(ps.acquire(timeout=WAKE_BOUND))
-        await eventually(subscribed(client, 1), what="the waiter to wait")
+        await eventually(waiting(client, 1), what="the waiter to wait")
         assert await ps.release(first)
         second = await waiter2
         assert second is not None and await ps.release(second)
@@ -235,14 +246,14 @@ def test_count_down_latch(url: str, name: str) -> None:
         assert await latch.count() == 2
         assert not await latch.wait(0.02)
         waiters = [asyncio.create_task(latch.wait(WAKE_BOUND)) for _ in range(3)]
-        await eventually(subscribed(client, 1), what="the waiters to wait")
+        await eventually(waiting(client, 3), what="the waiters to wait")
         assert await latch.count_down() == 1
         assert await latch.count_down() == 0
         assert await asyncio.gather(*waiters) == [True, True, True]
         # A cancelled wait leaves no subscription.
         await latch.try_set_count(1)
         waiter = asyncio.create_task(latch.wait())
-        await eventually(subscribed(client, 1), what="the waiter to wait")
+        await eventually(waiting(client, 1), what="the waiter to wait")
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter

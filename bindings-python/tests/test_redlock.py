@@ -316,7 +316,9 @@ def test_reentry_in_one_thread_another_thread_blocked(clients: Clients, name: st
     t = threading.Thread(target=waiter)
     t.start()
     try:
-        wait_until(lambda: any(c.subscribed_channels() > 0 for c in clients.made), what="the waiter to wait")
+        # Parked, not just subscribed: the channel of the timed-out acquire above stays
+        # subscribed 100 ms after it.
+        wait_until(lambda: any(c.metrics().waiters_now > 0 for c in clients.made), what="the waiter to wait")
         assert not got.is_set()
         redlock.release()
         assert done.wait(10), "the waiting thread did not get the lock"
@@ -518,8 +520,10 @@ def test_asyncio(trio: list[RedisServer], name: str) -> None:
             # Cancelling a waiting task leaves nothing held.
             async with second.hold(timeout=5):
                 waiter = asyncio.create_task(first.acquire())
+                # Parked, not just subscribed: the contended tasks above left their
+                # channels subscribed for 100 ms.
                 await eventually(
-                    lambda: asyncio.sleep(0, any(c.subscribed_channels() > 0 for c in sites[0])),
+                    lambda: asyncio.sleep(0, any(c.metrics().waiters_now > 0 for c in sites[0])),
                     what="the waiter to wait",
                 )
                 waiter.cancel()
