@@ -40,6 +40,22 @@ static inline void wait_subscribed(const char *channel) {
     }
 }
 
+/* Until `client` has n waiting calls parked for a wake-up (its metrics' waiters_now:
+ * tried, subscribed and waiting). A subscriber count alone does not say a new waiter
+ * is there: a client stays subscribed 100 ms after its last waiter left. */
+static inline void wait_parked(ferrolock_client *client, uint64_t n) {
+    int64_t give_up = now_ms() + 20000;
+    for (;;) {
+        ferrolock_metrics m;
+        memset(&m, 0, sizeof m);
+        OK(ferrolock_client_metrics(client, &m));
+        if (m.waiters_now == n) return;
+        if (now_ms() > give_up) FAIL("%llu waiting calls parked, not %llu, after 20 s", (unsigned long long)m.waiters_now,
+                                     (unsigned long long)n);
+        poll_step(); /* polling the client's count of parked waiters */
+    }
+}
+
 /* Until `LLEN key` is n (a fair lock's queue). */
 static inline void wait_llen(const char *key, long long n) {
     int64_t give_up = now_ms() + 20000;

@@ -44,6 +44,10 @@ int main(void) {
         if (now_ms() > give_up) FAIL("the waiters never subscribed");
         poll_step();
     }
+    /* c2's bounded wait above may still be subscribed (100 ms after it ends): the
+     * count is no proof that w2 waits; each client's parked count is. */
+    wait_parked(c, 1);
+    wait_parked(c2, 1);
     OK(ferrolock_latch_count_down(other, &n));
     CHECK(n == 1);
     CHECK(!event_wait(&w1.done, 1, 100)); /* still closed */
@@ -110,6 +114,7 @@ int main(void) {
     OK(ferrolock_latch_try_set_count(l, 1, NULL));
     call_start(&w2, latch_wait_call, other, -1, 0);
     wait_subscribed(channel);
+    wait_parked(c2, 1); /* not the earlier waits' subscriptions, still there 100 ms after */
     OK(ferrolock_client_free(c2));
     CHECK(call_join(&w2) == FERROLOCK_ERR_CLIENT_CLOSED);
     EXPECT(ferrolock_latch_count(other, &n), FERROLOCK_ERR_CLIENT_CLOSED);

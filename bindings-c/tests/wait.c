@@ -62,15 +62,21 @@ int main(void) {
         FAIL("bounded wait of %d ms took %lld ms", WAIT_MS, (long long)waited);
     CHECK(strstr(ferrolock_last_error(), "busy") != NULL);
 
-    /* Wake on release: once the waiter is subscribed, release and time the hand-over. */
+    /* Wake on release: once the waiter is subscribed and parked, release and time the
+     * hand-over. The bounded wait above stays subscribed 100 ms after it ended, so the
+     * subscriber count alone would not show the new waiter: its client's parked count does. */
     waiter w = {wanted, FERROLOCK_ERR_INTERNAL, 0};
     pthread_t t;
     CHECK(pthread_create(&t, NULL, wait_forever, &w) == 0);
     int64_t give_up = now_ms() + 10000;
-    while (subscribers("redisson_lock__channel:{busy}") < 1) {
-        if (now_ms() > give_up) FAIL("the waiter never subscribed to the lock channel");
+    for (;;) {
+        ferrolock_metrics m;
+        memset(&m, 0, sizeof m);
+        OK(ferrolock_client_metrics(waiter_client, &m));
+        if (m.waiters_now == 1 && subscribers("redisson_lock__channel:{busy}") >= 1) break;
+        if (now_ms() > give_up) FAIL("the waiter never subscribed to the lock channel and parked");
         struct timespec step = {0, 5 * 1000 * 1000};
-        nanosleep(&step, NULL); /* polling an observable server condition */
+        nanosleep(&step, NULL); /* polling an observable condition */
     }
     int64_t released_at = now_ms();
     OK(ferrolock_lock_release(held));
