@@ -73,6 +73,17 @@ impl Deployment {
         })
         .await;
     }
+
+    /// Until nobody is subscribed to `channel`: a client stays subscribed 100 ms after
+    /// its last waiter left, so before a waiter starts, a count of at least one could
+    /// still be the previous waiter's (and a release then would not test a wake-up).
+    async fn wait_for_no_subscribers(&self, raw: &mut MultiplexedConnection, channel: &str) {
+        eventually(Duration::from_secs(10), &format!("the previous waiter's subscription to {channel} to go"), || {
+            let mut raw = raw.clone();
+            async move { self.subscribers(&mut raw, channel).await == 0 }
+        })
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +204,7 @@ async fn wake_up(deployment: Deployment) {
                 continue;
             }
             assert_eq!(workers[h].call(&format!("acquire {name} plain")), "ok -");
+            deployment.wait_for_no_subscribers(&mut raw, &channel).await;
             workers[w].send(&format!("acquire {name} plain"));
             deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
             let released = Instant::now();
@@ -219,6 +231,7 @@ async fn wake_up(deployment: Deployment) {
     for worker in &mut workers {
         assert_eq!(worker.call(&format!("acquire {name} plain")), "ok -");
         let started = dir.join(format!("started-{}", worker.lang));
+        deployment.wait_for_no_subscribers(&mut raw, &channel).await;
         let mut cli = cli_run(&url, name, &format!("touch '{}'", started.display()));
         deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
         let released = Instant::now();
@@ -238,6 +251,7 @@ async fn wake_up(deployment: Deployment) {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut out, &mut line).unwrap();
         assert_eq!(line, "held\n");
+        deployment.wait_for_no_subscribers(&mut raw, &channel).await;
         worker.send(&format!("acquire {name} plain"));
         deployment.wait_for_subscribers(&mut raw, &channel, 1).await;
         let released = Instant::now();
@@ -642,6 +656,7 @@ async fn wake_up_of_every_primitive_across_languages() {
                 assert!(held.starts_with("ok"), "{pair}: {} -> {held}", case.hold);
                 // The holder's permit id, for releasing it by id.
                 let held_id = held.strip_prefix("ok ").unwrap_or("").to_string();
+                wait_for_no_subscriber(&mut raw, case.channel).await;
                 workers[w].send(case.wait);
                 if case.channel.is_empty() {
                     wait_for_fair_waiters(&mut raw, "xw:fair", 1).await;
@@ -669,6 +684,7 @@ async fn wake_up_of_every_primitive_across_languages() {
             let held = holder.call(case.hold);
             assert!(held.starts_with("ok"), "{}: {} -> {held}", case.what, case.hold);
             let held_id = held.strip_prefix("ok ").unwrap_or("").to_string();
+            wait_for_no_subscriber(&mut raw, case.channel).await;
             let mut cli =
                 Command::new(target_binary("ferrolock")).args(["--url", &server.url()]).args(args).stdout(Stdio::null()).spawn().unwrap();
             if case.channel.is_empty() {
@@ -691,6 +707,27 @@ async fn wake_up_of_every_primitive_across_languages() {
     }
     // What is left is what the primitives keep between uses: the semaphores' permits.
     assert_eq!(lasting_keys(&mut raw).await, vec!["xw:permits".to_string(), "xw:sem".to_string()]);
+}
+
+/// Until nobody is subscribed to `channel` ("": to any fair waiter's own channel of
+/// "xw:fair"): a client stays subscribed 100 ms after its last waiter left, so before
+/// the next waiter starts, a subscriber could still be the previous waiter (or this
+/// one's previous wait), and the check after it would not show the new waiter there.
+async fn wait_for_no_subscriber(raw: &mut MultiplexedConnection, channel: &str) {
+    let pattern = if channel.is_empty() { format!("{}:*", channel_of("xw:fair")) } else { channel.to_string() };
+    wait_for_no_channel(raw, &pattern).await;
+}
+
+/// Until no channel matching `pattern` (PUBSUB CHANNELS's glob) has a subscriber.
+async fn wait_for_no_channel(raw: &mut MultiplexedConnection, pattern: &str) {
+    eventually(Duration::from_secs(10), &format!("no subscriber left on {pattern}"), || {
+        let mut raw = raw.clone();
+        async move {
+            let channels: Vec<String> = redis::cmd("PUBSUB").arg("CHANNELS").arg(pattern).query_async(&mut raw).await.unwrap();
+            channels.is_empty()
+        }
+    })
+    .await;
 }
 
 async fn wait_for_subscriber(raw: &mut MultiplexedConnection, channel: &str) {
@@ -730,6 +767,9 @@ async fn fair_lock_order_across_languages_and_the_cli() {
     let mut workers: Vec<Worker> = LANGUAGES.iter().map(|lang| Worker::start(lang, &url, 30_000)).collect();
     for round in 0..2 {
         assert_eq!(holder.call(&format!("acquire {name} fair")), "ok -");
+        // A waiter of round 0 stays subscribed to its own channel 100 ms after it got the
+        // lock: wait_for_fair_waiters would count it subscribed before it is, in round 1.
+        wait_for_no_channel(&mut raw, &format!("{}:*", channel_of(name))).await;
         // Worker indexes, and None for the CLI, in the order they queue up.
         let mut order: Vec<Option<usize>> = (0..workers.len()).map(Some).collect();
         order.insert(order.len() / 2, None);
