@@ -320,7 +320,7 @@ export interface LockStatus {
   holders: HolderStatus[];
   /** Ms left on the lease; null when free, Infinity for a lock without expiry. */
   remainingLeaseMs: number | null;
-  /** Connections subscribed to the lock's release channel: one per client with waiters. */
+  /** Connections subscribed to the lock's release channel: one per client with waiters (a client stays subscribed 100 ms after its last waiter left). */
   subscribers: number;
   /** The last fencing token handed out for this name, else null. */
   lastToken: bigint | null;

@@ -1459,7 +1459,7 @@ enum ferrolock_status ferrolock_inspection_lease_left_ms(const struct ferrolock_
 /**
  * Clients waiting: a fair lock's queue length; for every other kind the client
  * connections subscribed to its channel (one per client with waiters, ferrolock's
- * and Redisson's alike).
+ * and Redisson's alike; ferrolock's stays subscribed 100 ms after its last waiter left).
  */
 enum ferrolock_status ferrolock_inspection_waiters(const struct ferrolock_inspection *inspection,
                                                    uint64_t *out);

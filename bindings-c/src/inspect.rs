@@ -364,7 +364,7 @@ pub unsafe extern "C" fn ferrolock_inspection_lease_left_ms(inspection: *const f
 
 /// Clients waiting: a fair lock's queue length; for every other kind the client
 /// connections subscribed to its channel (one per client with waiters, ferrolock's
-/// and Redisson's alike).
+/// and Redisson's alike; ferrolock's stays subscribed 100 ms after its last waiter left).
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_inspection_waiters(inspection: *const ferrolock_inspection, out: *mut u64) -> ferrolock_status {
     ffi!({ answer(out, || Ok(inspection_arg(inspection)?.waiters)) })

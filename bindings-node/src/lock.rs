@@ -105,7 +105,7 @@ pub struct LockStatus {
     pub holders: Vec<HolderStatus>,
     /// Ms left on the lease; absent when free, `Infinity` for a lock without expiry.
     pub remaining_lease_ms: Option<f64>,
-    /// Connections subscribed to the lock's release channel (one per client with waiters).
+    /// Connections subscribed to the lock's release channel (one per client with waiters; a client stays subscribed 100 ms after its last waiter left).
     pub subscribers: f64,
     /// The last fencing token handed out for this name, if any.
     pub last_token: Option<BigInt>,

@@ -121,7 +121,8 @@ class Inspection:
     """Seconds left on a held lock's lease; None when free or not a lock, ``inf`` without expiry."""
     waiters: int
     """Clients waiting: a fair lock's queue length; otherwise the clients subscribed
-    to its channel (one per client with waiters)."""
+    to its channel (one per client with waiters; a client stays subscribed 100 ms
+    after its last waiter left)."""
     queue: tuple[str, ...]
     """A fair lock's waiting owner fields, first first."""
     mode: str | None

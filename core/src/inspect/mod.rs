@@ -83,7 +83,8 @@ pub struct Inspection {
     /// A fair lock: the owner fields waiting, first first.
     pub queue: Vec<String>,
     /// Clients waiting: a fair lock's queue length; for every other kind the clients
-    /// subscribed to its channel (one per client with waiters, ferrolock's and Redisson's).
+    /// subscribed to its channel (one per client with waiters, ferrolock's and Redisson's;
+    /// ferrolock's stays subscribed 100 ms after its last waiter left).
     pub waiters: u64,
     /// Semaphores: the free permits (also set for [`ObjectKind::SemaphoreOrLatch`]).
     pub permits: Option<i64>,

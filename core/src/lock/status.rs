@@ -22,7 +22,8 @@ pub struct LockStatus {
     /// Time left on the lease; `None` when free, `Duration::MAX` for a lock without expiry.
     pub remaining_lease: Option<Duration>,
     /// Connections subscribed to the lock's release channel: one per client with waiters
-    /// (ferrolock and Redisson share one subscription per client).
+    /// (ferrolock and Redisson share one subscription per client; ferrolock's stays
+    /// subscribed 100 ms after its last waiter left).
     pub subscribers: u64,
     /// The last fencing token handed out for this name (`redisson_lock_token:{name}`), if any.
     pub last_token: Option<u64>,
