@@ -708,7 +708,7 @@ export class Client {
   permitExpirableSemaphore(name: string | Uint8Array): PermitExpirableSemaphore;
   /** The count-down latch `name` (Redisson's `RCountDownLatch`). */
   countDownLatch(name: string | Uint8Array): CountDownLatch;
-  /** Lock channels this client is subscribed to right now. */
+  /** Lock channels this client is subscribed to right now: those with waiting acquires, and for 100 ms those whose last waiter left (`metrics().waitersNow` counts the waiting acquires). */
   subscribedChannels(): number;
   /** Locks this client holds right now. */
   heldCount(): number;

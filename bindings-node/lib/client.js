@@ -178,7 +178,8 @@ class Client {
     return new CountDownLatch(kCreate, callSync(() => this.#native.countDownLatch(raw)));
   }
 
-  /** Lock channels this client's pub/sub connection is subscribed to right now. */
+  /** Lock channels this client's pub/sub connection is subscribed to right now: those with
+   * waiting acquires, and for 100 ms those whose last waiter left. */
   subscribedChannels() {
     return this.#native.subscribedChannels();
   }

@@ -100,7 +100,7 @@ impl CountDownLatch {
 
     /// Waits until the latch is open, at most `wait` (`None`: as long as it takes).
     /// `Ok(false)`: still counting down at the deadline. Dropping the future leaves
-    /// no subscription.
+    /// the channel (its subscription ends 100 ms later unless another wait comes).
     pub async fn wait(&self, wait: Option<Duration>) -> Result<bool> {
         let deadline = wait
             .map(validate::wait)

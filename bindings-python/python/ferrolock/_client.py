@@ -119,7 +119,9 @@ class _ClientBase:
         return self._native.watchdog_timeout
 
     def subscribed_channels(self) -> int:
-        """Number of lock channels this client is subscribed to (waiting acquires)."""
+        """Number of lock channels this client is subscribed to: those with waiting acquires,
+        and for 100 ms those whose last waiter left. ``metrics().waiters_now`` counts the
+        waiting acquires themselves."""
         return self._native.subscribed_channels()
 
     def held_count(self) -> int:
