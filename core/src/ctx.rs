@@ -134,15 +134,7 @@ impl Ctx {
 
     /// Resolves when no call that changes a hold is in flight.
     async fn settled(&self) {
-        loop {
-            let idle = self.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            if self.inflight.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            idle.await;
-        }
+        crate::until::until(&self.idle, || self.inflight.load(Ordering::Acquire) == 0).await
     }
 
     /// One renewal round (see renewal.rs) over the holds due before `horizon`, or all.

@@ -20,7 +20,8 @@
 //! Layers, each importing only those below it:
 //!
 //! 1. leaves: [`error`](Error), `validate`, `names` (every Redisson key and channel
-//!    name), `config`, `runtime`, `metrics` (the counters behind [`Client::metrics`]);
+//!    name), `config`, `runtime`, `metrics` (the counters behind [`Client::metrics`]),
+//!    `until` (a wait on a `Notify` until a condition holds);
 //! 2. `transport` (the command connection, the subscriber, the publish command and
 //!    the cluster slot of a key), `scripts` (the Lua, one folder per primitive),
 //!    `reply_latch` (Redisson's unlock latch and the sweeping of every reply latch);
@@ -59,6 +60,7 @@ pub mod runtime;
 mod scripts;
 mod semaphore;
 mod transport;
+mod until;
 pub mod validate;
 mod waiting;
 

@@ -40,15 +40,7 @@ pub(crate) struct Waiter {
 impl Waiter {
     /// Resolves when a message (or a reconnect) woke this waiter.
     pub async fn woken(&self) {
-        loop {
-            let notified = self.slot.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.slot.woken.swap(false, Ordering::AcqRel) {
-                return;
-            }
-            notified.await;
-        }
+        crate::until::until(&self.slot.notify, || self.slot.woken.swap(false, Ordering::AcqRel)).await
     }
 }
 

@@ -71,15 +71,7 @@ impl Follower {
         let chosen_at = *self.chosen_at.lock().unwrap();
         let handed = std::mem::take(&mut *self.handed.lock().unwrap());
         for (_, candidate) in &handed {
-            loop {
-                let settled = self.settled.notified();
-                tokio::pin!(settled);
-                settled.as_mut().enable();
-                if !candidate.is_claimed() {
-                    break;
-                }
-                settled.await;
-            }
+            crate::until::until(&self.settled, || !candidate.is_claimed()).await;
         }
         // After the last await: what is taken out of its candidate must reach the caller.
         let holds = handed.into_iter().filter_map(|(i, c)| c.take_handed().map(|p| (i, p.take().hold))).collect();
