@@ -35,15 +35,21 @@ async fn value(raw: &mut redis::aio::MultiplexedConnection, key: &str) -> Option
     raw.get(key).await.unwrap()
 }
 
+/// A server, a raw connection to it, a client and its semaphore `name` set to `permits`.
+async fn set_up(name: &str, permits: u64) -> (RedisServer, redis::aio::MultiplexedConnection, Client, Semaphore) {
+    let server = RedisServer::start();
+    let raw = server.raw().await;
+    let c = client(&server.url(), 10_000).await;
+    let sem = c.semaphore(name).unwrap();
+    assert!(sem.try_set_permits(permits).await.unwrap());
+    (server, raw, c, sem)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_hands_its_permits_to_a_waiter_of_the_same_client_without_freeing_them() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
+    let (server, mut raw, c, sem) = set_up("slots", 1).await;
     let _: () = redis::cmd("CONFIG").arg("SET").arg("notify-keyspace-events").arg("KA").query_async(&mut raw).await.unwrap();
-    let c = client(&server.url(), 10_000).await;
     let other = client(&server.url(), 10_000).await;
-    let sem = c.semaphore("slots").unwrap();
-    assert!(sem.try_set_permits(1).await.unwrap());
     sem.acquire(1).await.unwrap().forget();
     // Another client waits first: the permit still goes to the releaser's own waiter.
     let outsider = spawn_waiter(&other, &other.semaphore("slots").unwrap(), 1).await;
@@ -79,11 +85,7 @@ async fn a_release_hands_its_permits_to_a_waiter_of_the_same_client_without_free
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_for_other_permits_is_not_handed_any() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let c = client(&server.url(), 10_000).await;
-    let sem = c.semaphore("pairs").unwrap();
-    assert!(sem.try_set_permits(0).await.unwrap());
+    let (_server, mut raw, c, sem) = set_up("pairs", 0).await;
     let waiting = spawn_waiter(&c, &sem, 2).await;
     let publishes = command_calls(&mut raw, &["publish"]).await;
     assert_eq!(sem.release(1).await.unwrap(), 1, "one permit is not what it waits for: freed");
@@ -96,11 +98,7 @@ async fn a_waiter_for_other_permits_is_not_handed_any() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streak_of_permit_hand_offs_ends_with_a_release_that_publishes() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let c = client(&server.url(), 10_000).await;
-    let sem = c.semaphore("streak").unwrap();
-    assert!(sem.try_set_permits(0).await.unwrap());
+    let (_server, mut raw, c, sem) = set_up("streak", 0).await;
     let mut published_at = Vec::new();
     for release in 1..=39 {
         let waiting = spawn_waiter(&c, &sem, 1).await;
@@ -119,11 +117,8 @@ async fn a_streak_of_permit_hand_offs_ends_with_a_release_that_publishes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handing_permits_over_in_a_row_still_lets_other_clients_in() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let c = client(&server.url(), 10_000).await;
+    let (server, mut raw, c, sem) = set_up("busy", 1).await;
     let outsider_client = client(&server.url(), 10_000).await;
-    assert!(c.semaphore("busy").unwrap().try_set_permits(1).await.unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let sections = Arc::new(AtomicU64::new(0));
     let passers: Vec<_> = (0..3)
@@ -153,19 +148,15 @@ async fn handing_permits_over_in_a_row_still_lets_other_clients_in() {
     for p in passers {
         p.await.unwrap();
     }
-    assert_eq!(c.semaphore("busy").unwrap().available().await.unwrap(), 1, "no permit lost or made");
+    assert_eq!(sem.available().await.unwrap(), 1, "no permit lost or made");
     c.shutdown().await.unwrap();
     outsider_client.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_behind_waiters_of_its_client_skips_the_try_it_knows_fails() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let c = client(&server.url(), 10_000).await;
+    let (server, mut raw, c, sem) = set_up("few", 0).await;
     let other = client(&server.url(), 10_000).await;
-    let sem = c.semaphore("few").unwrap();
-    assert!(sem.try_set_permits(0).await.unwrap());
     let calls = script_calls(&mut raw).await;
     let first = spawn_waiter(&c, &sem, 1).await;
     assert_eq!(script_calls(&mut raw).await, calls + 2, "the first waiter tried before and after subscribing");
@@ -191,11 +182,7 @@ async fn an_acquire_behind_waiters_of_its_client_skips_the_try_it_knows_fails() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_asks_the_server_when_it_wants_fewer_permits_or_a_message_came() {
-    let server = RedisServer::start();
-    let mut raw = server.raw().await;
-    let c = client(&server.url(), 10_000).await;
-    let sem = c.semaphore("some").unwrap();
-    assert!(sem.try_set_permits(1).await.unwrap());
+    let (_server, mut raw, c, sem) = set_up("some", 1).await;
     let pair = spawn_waiter(&c, &sem, 2).await;
 
     // Two permits were short; one may not be.
