@@ -289,3 +289,45 @@ async fn clients_taking_turns_subscribe_once_and_leave_when_nobody_waits() {
         c.shutdown().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_joining_a_lingering_subscription_parks_after_one_try() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    // Held by someone else, with no watchdog of ours: the only scripts are the waiter's.
+    let _: () = raw.hset("contended", "someone:1", 1).await.unwrap();
+    let _: () = raw.pexpire("contended", 60_000).await.unwrap();
+    let c = client(&server.url(), 10_000).await;
+    let lock = c.lock("contended").unwrap();
+    // A wait that gives up leaves the channel subscribed for a moment; a wait that
+    // comes within it finds the subscription live and no message since its try, so
+    // it parks without the try after registering. A machine too slow to come back
+    // within the linger subscribes again (and tries twice): try again then.
+    let mut joined = false;
+    for _ in 0..20 {
+        assert!(lock.acquire_with(AcquireOptions::wait(Duration::from_millis(20))).await.unwrap().is_none());
+        let (subscribes, scripts) = (command_calls(&mut raw, &["subscribe"]).await, script_calls(&mut raw).await);
+        let waiting = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.acquire().await.unwrap().release().await.unwrap() }
+        });
+        eventually(Duration::from_secs(10), "the waiter parked", || {
+            let parked = c.metrics().waiters_now == 1;
+            async move { parked }
+        })
+        .await;
+        if command_calls(&mut raw, &["subscribe"]).await == subscribes {
+            assert_eq!(script_calls(&mut raw).await - scripts, 1, "one try, then parked on the lingering subscription");
+            // Still woken by the release's message.
+            let _: () = raw.del("contended").await.unwrap();
+            let _: i64 = raw.publish(CHANNEL, "0").await.unwrap();
+            tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("woken by the message").unwrap();
+            joined = true;
+            break;
+        }
+        waiting.abort();
+        let _ = waiting.await;
+    }
+    assert!(joined, "no wait came within the linger in 20 rounds");
+    c.shutdown().await.unwrap();
+}

@@ -87,6 +87,9 @@ pub(super) struct Shared {
     /// Entries in `State::streaks`: while there are none and nobody waits, a
     /// release has nothing to ask the hub.
     pub streaking: AtomicUsize,
+    /// Entries in `State::channels` (with waiters, or lingering): while there are
+    /// none, an acquire has nothing to ask the hub before its first try.
+    pub channels: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -138,6 +141,12 @@ impl Slot {
 impl Channel {
     pub fn new(policy: Policy) -> Self {
         Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None, recheck_due: false }
+    }
+
+    /// The epoch while subscribed: a try sent after reading it, and the same epoch
+    /// read again later, mean no message, wake-all or subscription change in between.
+    pub fn live_epoch(&self) -> Option<u64> {
+        self.subscribed.borrow().then(|| self.epoch.load(Ordering::Acquire))
     }
 
     /// Messages may be missed while not subscribed: what the tries before saw goes stale.

@@ -75,8 +75,29 @@ impl Hub {
             refused_warned: AtomicBool::new(false),
             parked: AtomicUsize::new(0),
             streaking: AtomicUsize::new(0),
+            channels: AtomicUsize::new(0),
         };
         Hub { shared: Arc::new(shared) }
+    }
+
+    /// Before an acquire's first try on `channel`: whether this client already has
+    /// waiters there (the acquire then queues behind them, without a try), and the
+    /// channel's epoch if it is subscribed (a lingering subscription, see
+    /// [`Hub::unchanged_since`]).
+    pub fn before_try(&self, channel: &[u8]) -> (bool, Option<u64>) {
+        if self.shared.channels.load(Ordering::Acquire) == 0 {
+            return (false, None);
+        }
+        let state = self.shared.state.lock().unwrap();
+        state.channels.get(channel).map_or((false, None), |c| (!c.waiters.is_empty(), c.live_epoch()))
+    }
+
+    /// True if `channel` stayed subscribed, with no message, since [`Hub::before_try`]
+    /// read `epoch`: a release after that try would have published on it, so a waiter
+    /// registered since needs no second try (its wake-up comes by message).
+    pub fn unchanged_since(&self, channel: &[u8], epoch: u64) -> bool {
+        let state = self.shared.state.lock().unwrap();
+        state.channels.get(channel).and_then(Channel::live_epoch) == Some(epoch)
     }
 
     /// True if this client already has waiters on `channel`.
@@ -114,7 +135,10 @@ impl Hub {
                 state.reconcile = Some(tx);
                 state.task = Some(self.shared.runtime.spawn(subscriber::run(self.shared.clone(), rx)));
             }
-            let entry = state.channels.entry(channel.to_vec()).or_insert_with(|| Channel::new(policy));
+            let entry = state.channels.entry(channel.to_vec()).or_insert_with(|| {
+                self.shared.channels.fetch_add(1, Ordering::AcqRel);
+                Channel::new(policy)
+            });
             let live = *entry.subscribed.borrow();
             let queued = entry
                 .busy_until

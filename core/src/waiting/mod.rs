@@ -100,7 +100,8 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
     }
     // Inside one client, a new acquirer queues behind the waiters already there
     // instead of racing the one the last release woke.
-    let queue_behind = acquirer.queue_behind() && channel.hub.has_waiters(channel.name);
+    let (has_waiters, seen) = channel.hub.before_try(channel.name);
+    let queue_behind = acquirer.queue_behind() && has_waiters;
     let mut busy = None;
     if !queue_behind {
         // Fast path: uncontended acquisitions cost one round-trip, no subscription.
@@ -116,8 +117,12 @@ pub(crate) async fn acquire<A: Acquire>(acquirer: &A, channel: Channel<'_>, dead
     let mut shutdown = channel.shutdown.subscribe();
     // Subscribed now: a release from here on reaches us. Try again before waiting,
     // since it may have been released before the subscription, unless we queued
-    // behind live waiters (the release woke one of them).
-    let mut retry_now = queued.is_none();
+    // behind live waiters (the release woke one of them) or the subscription was
+    // live before the first try and nothing came on it since (a release after that
+    // try would have: a client taking turns with others keeps it, subscriber.rs's
+    // LINGER).
+    let unchanged = !queue_behind && seen.is_some_and(|epoch| channel.hub.unchanged_since(channel.name, epoch));
+    let mut retry_now = queued.is_none() && !unchanged;
     if let Some(until) = queued {
         busy = Some(until.saturating_duration_since(Instant::now()));
     }

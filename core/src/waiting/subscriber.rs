@@ -214,6 +214,7 @@ async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -
         let mut state = shared.state.lock().unwrap();
         if state.channels.get(&name).is_some_and(|c| c.waiters.is_empty()) {
             state.channels.remove(&name);
+            shared.channels.fetch_sub(1, Ordering::AcqRel);
         } else if let Some(tx) = &state.reconcile {
             // A waiter arrived meanwhile: subscribe again on the next pass.
             let _ = tx.send(name.clone());
