@@ -295,4 +295,13 @@ async function startFaultProxy(upstreamPort) {
   };
 }
 
-module.exports = { startRedis, startSentinels, eventually, within, raw, leftoverKeys, freePort, useRedis, startFaultProxy };
+/**
+ * True once `client` has `n` acquires parked on its one subscribed channel. The
+ * subscription alone does not tell: a channel stays subscribed 100 ms after its last
+ * waiter left, so a wait that just ended would count for the next before it started.
+ */
+function parked(client, n = 1) {
+  return client.subscribedChannels() === 1 && client.metrics().waitersNow === n;
+}
+
+module.exports = { startRedis, startSentinels, eventually, within, raw, leftoverKeys, freePort, useRedis, startFaultProxy, parked };

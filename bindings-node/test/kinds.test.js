@@ -6,7 +6,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client, Lock, Hold, ReadWriteLock, NotAcquiredError, FerrolockError, WrongTypeError, ClientClosedError, ArgumentTypeError } = require('..');
-const { eventually, within, useRedis } = require('./helpers');
+const { eventually, within, useRedis, parked } = require('./helpers');
 
 let server;
 let redis;
@@ -101,7 +101,7 @@ test('read-write lock: readers together, a writer alone, on Locks of the same AP
     const writing = w2.acquire({ waitMs: 30_000 });
     // Parked, not just subscribed: the subscription of the bounded wait above outlives
     // it by 100 ms, so the channel alone does not tell that the writer waits yet.
-    await eventually(() => c2.subscribedChannels() === 1 && c2.metrics().waitersNow === 1, { what: 'the writer waits' });
+    await eventually(() => parked(c2), { what: 'the writer waits' });
     await r2.release();
     assert.equal(await w2.isHeld(), false, 'one reader still holds');
     const t0 = performance.now();

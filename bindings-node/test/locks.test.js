@@ -6,7 +6,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { setImmediate: tick } = require('node:timers/promises');
 const { Client, Hold, Lock, FerrolockError, NotAcquiredError } = require('..');
-const { eventually, within, leftoverKeys, useRedis } = require('./helpers');
+const { eventually, within, leftoverKeys, useRedis, parked } = require('./helpers');
 
 let server;
 let redis;
@@ -80,7 +80,7 @@ test('tryAcquire with waits', async () => {
   t0 = performance.now();
   const pending = b.tryAcquire({ waitMs: 10_000 });
   // Parked, not just subscribed: the channel of b's wait above stays subscribed 100 ms after it.
-  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'b subscribed' });
+  await eventually(() => parked(client), { what: 'b subscribed' });
   await a.release();
   assert.equal(await pending, true);
   assert.ok(performance.now() - t0 < 5000);

@@ -11,7 +11,7 @@ const {
   Client, PermitExpirableSemaphore, Permit, NotAcquiredError, WrongTypeError, ClientClosedError, ArgumentTypeError,
   InvalidArgumentError, CancelledError,
 } = require('..');
-const { eventually, within, useRedis } = require('./helpers');
+const { eventually, within, useRedis, parked } = require('./helpers');
 
 let server;
 let redis;
@@ -125,7 +125,7 @@ test('at most N inside under contention, and a waiter woken by the release messa
     const waiting = sems[1].acquire({ waitMs: 30_000 });
     // Parked, not just subscribed: c2's channel stays subscribed 100 ms after the
     // workers' last wait on it.
-    await eventually(() => c2.subscribedChannels() === 1 && c2.metrics().waitersNow === 1, { what: 'the waiter subscribed' });
+    await eventually(() => parked(c2), { what: 'the waiter subscribed' });
     const t0 = performance.now();
     await holder.release();
     const permit = await within(waiting, 5000, 'the waiter woken');
@@ -147,7 +147,7 @@ test('an aborted wait takes nothing, even when the abort races a release', async
   const pending = ps.acquire({ signal: ac.signal, leaseMs: 60_000 });
   // Parked, not just subscribed: a channel of the test before may still be subscribed
   // (100 ms after its last waiter left) and count for this one.
-  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
+  await eventually(() => parked(client), { what: 'waiter subscribed' });
   ac.abort();
   await assert.rejects(within(pending, 3000, 'aborted wait'), (e) => isAbort(e) && /permit-expirable semaphore "permits:abort".*nothing was taken/.test(e.message));
   await eventually(() => client.subscribedChannels() === 0, { what: 'unsubscribed' });
@@ -159,7 +159,7 @@ test('an aborted wait takes nothing, even when the abort races a release', async
     const abort = new AbortController();
     const wait = ps.acquire({ signal: abort.signal }).then((p) => p, (e) => (isAbort(e) ? null : Promise.reject(e)));
     // Parked: the round before's subscription outlives its waiter by 100 ms.
-    await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
+    await eventually(() => parked(client), { what: 'waiter subscribed' });
     const released = hold.release();
     abort.abort();
     await released;

@@ -11,7 +11,7 @@ const {
   Client, Semaphore, Permits, NotAcquiredError, WrongTypeError, ClientClosedError, ArgumentTypeError, InvalidArgumentError,
   CancelledError,
 } = require('..');
-const { eventually, within, useRedis } = require('./helpers');
+const { eventually, within, useRedis, parked } = require('./helpers');
 
 let server;
 let redis;
@@ -150,7 +150,7 @@ test('an aborted wait takes nothing, even when the abort races a release', async
   const pending = sem.acquire({ signal: ac.signal });
   // Parked, not just subscribed: a channel of a test before may still be subscribed
   // (100 ms after its last waiter left) and count for this one.
-  await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
+  await eventually(() => parked(client), { what: 'waiter subscribed' });
   ac.abort();
   await assert.rejects(within(pending, 3000, 'aborted wait'), (e) => isAbort(e) && /semaphore "sem:abort".*nothing was taken/.test(e.message));
   await eventually(() => client.subscribedChannels() === 0, { what: 'unsubscribed' });
@@ -164,7 +164,7 @@ test('an aborted wait takes nothing, even when the abort races a release', async
     const abort = new AbortController();
     const wait = sem.acquire({ signal: abort.signal }).then((p) => p, (e) => (isAbort(e) ? null : Promise.reject(e)));
     // Parked: the round before's subscription outlives its waiter by 100 ms.
-    await eventually(() => client.subscribedChannels() === 1 && client.metrics().waitersNow === 1, { what: 'waiter subscribed' });
+    await eventually(() => parked(client), { what: 'waiter subscribed' });
     const released = hold.release();
     abort.abort();
     await released;
