@@ -45,13 +45,9 @@ static inline void wait_subscribed(const char *channel) {
  * is there: a client stays subscribed 100 ms after its last waiter left. */
 static inline void wait_parked(ferrolock_client *client, uint64_t n) {
     int64_t give_up = now_ms() + 20000;
-    for (;;) {
-        ferrolock_metrics m;
-        memset(&m, 0, sizeof m);
-        OK(ferrolock_client_metrics(client, &m));
-        if (m.waiters_now == n) return;
-        if (now_ms() > give_up) FAIL("%llu waiting calls parked, not %llu, after 20 s", (unsigned long long)m.waiters_now,
-                                     (unsigned long long)n);
+    uint64_t now;
+    while ((now = metrics_of(client).waiters_now) != n) {
+        if (now_ms() > give_up) FAIL("%llu waiting calls parked, not %llu, after 20 s", (unsigned long long)now, (unsigned long long)n);
         poll_step(); /* polling the client's count of parked waiters */
     }
 }

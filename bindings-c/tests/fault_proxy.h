@@ -169,13 +169,6 @@ static inline long hlen_of(const char *name) {
     return strtol(reply + 1, NULL, 10);
 }
 
-static inline ferrolock_metrics metrics_of(ferrolock_client *c) {
-    ferrolock_metrics m;
-    memset(&m, 0, sizeof m);
-    OK(ferrolock_client_metrics(c, &m));
-    return m;
-}
-
 static inline ferrolock_client *connect_with(const char *url, int64_t watchdog_ms, int64_t response_ms,
                                              int64_t connect_ms, int64_t retry_window_ms, double drift) {
     ferrolock_options o;

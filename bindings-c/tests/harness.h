@@ -344,6 +344,16 @@ static inline ferrolock_client *connect_client(const char *url, int64_t watchdog
     return c;
 }
 
+/* A snapshot of `c`'s metrics (ferrolock_client_metrics), filled with junk first so
+ * that a field the library left unwritten shows. */
+static inline ferrolock_metrics metrics_of(ferrolock_client *c) {
+    ferrolock_metrics m;
+    memset(&m, 0xab, sizeof m);
+    OK(ferrolock_client_metrics(c, &m));
+    CHECK(m.size == sizeof m);
+    return m;
+}
+
 static inline ferrolock_lock *new_lock(ferrolock_client *c, const char *name) {
     ferrolock_lock *l = NULL;
     OK(ferrolock_lock_new(c, name, &l));

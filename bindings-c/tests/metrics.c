@@ -20,14 +20,6 @@ static bool has_connection_named(ferrolock_client *c, const char *name) {
     return strstr(list, want) != NULL;
 }
 
-static ferrolock_metrics metrics_of(ferrolock_client *c) {
-    ferrolock_metrics m;
-    memset(&m, 0xab, sizeof m);
-    OK(ferrolock_client_metrics(c, &m));
-    CHECK(m.size == sizeof m);
-    return m;
-}
-
 typedef struct {
     ferrolock_lock *lock;
     ferrolock_status status;

@@ -69,11 +69,7 @@ int main(void) {
     pthread_t t;
     CHECK(pthread_create(&t, NULL, wait_forever, &w) == 0);
     int64_t give_up = now_ms() + 10000;
-    for (;;) {
-        ferrolock_metrics m;
-        memset(&m, 0, sizeof m);
-        OK(ferrolock_client_metrics(waiter_client, &m));
-        if (m.waiters_now == 1 && subscribers("redisson_lock__channel:{busy}") >= 1) break;
+    while (!(metrics_of(waiter_client).waiters_now == 1 && subscribers("redisson_lock__channel:{busy}") >= 1)) {
         if (now_ms() > give_up) FAIL("the waiter never subscribed to the lock channel and parked");
         struct timespec step = {0, 5 * 1000 * 1000};
         nanosleep(&step, NULL); /* polling an observable condition */
