@@ -103,8 +103,7 @@ verify_python() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index --only-binary :all: \
         --find-links "$DIST/python" "ferrolock==$VERSION"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "redis>=5" "python-redis-lock>=4"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/bindings-python/requirements-dev.txt"
     (cd "$work" && "$venv/bin/python" -c 'import ferrolock; print("  installed", ferrolock.__version__, "at", ferrolock.__file__)')
     (cd "$work" && "$venv/bin/python" -m mypy.stubtest ferrolock._native)
     (cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -q "$ROOT/bindings-python/tests")
