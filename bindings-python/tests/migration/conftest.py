@@ -53,10 +53,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         ids = [i for m in item.iter_markers("row") for i in m.args]
         assert ids, f"{item.nodeid} names no migration row (@pytest.mark.row)"
         named[item.nodeid] = ids
-    # The check below needs every test of this directory: not with -k, a node id, -x...
+    # The check below needs every test of this directory: not with -k, -m or a node id.
     files = {p.name for p in here.glob("test_*.py")}
     config.stash[_WHOLE] = bool(mine) and {Path(str(i.path)).name for i in mine} == files and not (
-        config.getoption("keyword") or config.getoption("markexpr") or config.getoption("exitfirst")
+        config.getoption("keyword") or config.getoption("markexpr")
     )
 
 
@@ -81,7 +81,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     rows = {r for page in CHECKED for r in page_rows(page)}
     named = {r for ids in config.stash[_NAMED].values() for r in ids}
     unknown = sorted(named - rows)
-    unbacked = sorted(rows - config.stash[_PASSED])
+    passed: set[str] = config.stash[_PASSED]
+    unbacked = sorted(rows - passed)
     problems = []
     if unknown:
         problems.append(f"tests name rows that no page has: {', '.join(unknown)}")

@@ -70,7 +70,12 @@ def test_one_master(client: ferrolock.Client, r: redis.Redis, name: str) -> None
     assert theirs.acquire()
     assert r.type(f"redlock:{name}") == b"string" and 0 < r.pttl(f"redlock:{name}") <= 10000
     assert theirs.acquire(blocking=False) is False, "pottery's lock is not re-entrant"
-    theirs.release()
+    # ...and that second try replaced the object's token: it cannot release its hold
+    # any more, which stays until auto_release_time.
+    with pytest.raises(ReleaseUnlockedLock):
+        theirs.release()
+    assert r.exists(f"redlock:{name}")
+    r.delete(f"redlock:{name}")
     ours = client.lock(name)
     assert ours.acquire() and ours.acquire(blocking=False), "ferrolock's is"
     assert r.type(name) == b"hash"
@@ -127,10 +132,18 @@ def test_acquire_waits(client: ferrolock.Client, client2: ferrolock.Client, r: r
     held_theirs, held_ours = Redlock(key=name, masters={r}), client2.lock(name)
     assert held_theirs.acquire() and held_ours.acquire()
     results: list[bool] = []
-    waiters = [
-        threading.Thread(target=lambda: results.append(Redlock(key=name, masters={r}).acquire())),
-        threading.Thread(target=lambda: results.append(client.lock(name).acquire())),
-    ]
+
+    def wait_theirs() -> None:
+        lock = Redlock(key=name, masters={r})
+        results.append(lock.acquire())
+        lock.release()
+
+    def wait_ours() -> None:
+        lock = client.lock(name)
+        results.append(lock.acquire())
+        lock.release()
+
+    waiters = [threading.Thread(target=wait_theirs), threading.Thread(target=wait_ours)]
     sets = int(r.info("commandstats").get("cmdstat_set", {}).get("calls", 0))
     for t in waiters:
         t.start()
@@ -143,8 +156,6 @@ def test_acquire_waits(client: ferrolock.Client, client2: ferrolock.Client, r: r
     for t in waiters:
         t.join(30)
     assert results == [True, True]
-    r.delete(f"redlock:{name}")  # the waiter's own lock (10 s lease), whose object is gone
-    client.lock(name).force_unlock()  # the waiting thread ended holding it (kept by the client)
 
 
 @row("pottery/acquire-timeout")
@@ -190,11 +201,13 @@ def test_with(masters: list[RedisServer], name: str) -> None:
     rs = clients_of(masters)
     with Redlock(key=name, masters=set(rs)) as theirs:
         assert theirs.locked() > 0
-    assert not any(r.exists(f"redlock:{name}") for r in rs)
+    # pottery returns once a majority released; the rest finish in the background.
+    assert sum(1 for r in rs if not r.exists(f"redlock:{name}")) >= 2
+    wait_until(lambda: not any(r.exists(f"redlock:{name}") for r in rs), what="pottery's last release")
     ours = ferrolock.RedLock.connect([s.url for s in masters], name)
     try:
         with ours:
-            assert ours.owned()
+            assert ours.local_hold_count() == 1 and all(r.exists(name) for r in rs)
         assert not any(r.exists(name) for r in rs)
     finally:
         ours.close()
@@ -256,7 +269,7 @@ def test_masters_down(name: str) -> None:
         with pytest.raises(ferrolock.ConnectionError) as info:
             ours.acquire(timeout=5.0)  # at once: the quorum is out of reach
         message = str(info.value)
-        assert all(str(s.port) in message for s in down), message
+        assert "2 member(s) failed" in message and "member 2" in message and "member 3" in message, message
     finally:
         ours.close()
         for s in servers:
@@ -308,8 +321,8 @@ def test_aioredlock(masters: list[RedisServer], name: str) -> None:
         ours = await ferrolock.aio.RedLock.connect([s.url for s in masters], name)
         try:
             async with ours:
-                assert await ours.owned()
-            assert not await ours.locked()
+                assert ours.local_hold_count() == 1
+            assert ours.local_hold_count() == 0
         finally:
             await ours.close()
 
@@ -321,9 +334,10 @@ def test_nextid(client: ferrolock.Client, r: redis.Redis, name: str) -> None:
     ids = NextID(key=name, masters={r})
     assert [next(ids) for _ in range(3)] == [1, 2, 3]
     fenced = client.fenced_lock(name)
-    tokens = []
+    tokens: list[int] = []
     for _ in range(3):
         with fenced:
+            assert fenced.token is not None
             tokens.append(fenced.token)
     assert tokens == sorted(tokens) and len(set(tokens)) == 3
     r.delete(f"redisson_lock_token:{{{name}}}")
