@@ -40,7 +40,8 @@ bash bindings-node/test.sh
 section "cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
-cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads
+# migration_flock: the flock(1) migration page's rows, flock and ferrolock run side by side.
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock
 cargo test -p ferrolock-cli
 
 section "documentation: the site builds (every public name documented, no broken link) and its examples run"
