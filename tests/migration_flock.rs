@@ -8,6 +8,7 @@
 //! Holding commands are small sh scripts that write `ready` and hold until `stop`
 //! exists: the tests wait on those files and on Redis, never on sleeps.
 
+use std::borrow::BorrowMut;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,8 +58,9 @@ impl Scene {
     }
 
     /// Starts `cmd` in the background and returns once its holder `tag` wrote `ready`.
-    async fn hold(&self, cmd: &mut Command, tag: &str) -> Child {
-        let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    /// Its output goes nowhere: a holder that outlives `cmd` would keep a pipe open.
+    async fn hold(&self, mut cmd: Command, tag: &str) -> Child {
+        let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         self.wait_for(&format!("{tag}.ready")).await;
         child
     }
@@ -82,12 +84,12 @@ impl Scene {
 
     /// `flock -n FILE true`'s exit code: 0 free, 1 held.
     fn flock_free(&self) -> bool {
-        finish(self.flock(&["-n", &self.file(), "true"])).code == 0
+        done(self.flock(&["-n", &self.file(), "true"])).code == 0
     }
 
     /// `ferrolock status --check NAME`: true when held.
     fn held(&self, name: &str) -> bool {
-        let out = finish(self.ferrolock(&["status", "--check", name]));
+        let out = done(self.ferrolock(&["status", "--check", name]));
         assert!(out.code == 0 || out.code == 1, "{out:?}");
         out.code == 0
     }
@@ -102,6 +104,11 @@ impl Drop for Scene {
             }
         }
     }
+}
+
+/// Runs a command to its end (one built here, or borrowed).
+fn done(mut cmd: impl BorrowMut<Command>) -> Finished {
+    finish(cmd.borrow_mut())
 }
 
 /// Waits for a background command to end (bounded) and returns how it ended.
@@ -130,18 +137,18 @@ fn alive(pid: u32) -> bool {
 // row: flock/version
 #[test]
 fn version() {
-    let out = finish(Command::new("flock").arg("--version"));
+    let out = done(Command::new("flock").arg("--version"));
     assert_eq!(out.stdout.trim(), "flock from util-linux 2.38.1");
     // --fcntl (util-linux 2.39) is not in this version.
-    assert_eq!(finish(Command::new("flock").args(["--fcntl", "/tmp", "true"])).code, 64);
+    assert_eq!(done(Command::new("flock").args(["--fcntl", "/tmp", "true"])).code, 64);
 }
 
 // row: flock/run
 #[tokio::test]
 async fn command_exit_code() {
     let s = Scene::new();
-    assert_eq!(finish(s.flock(&[&s.file(), "sh", "-c", "exit 3"])).code, 3);
-    assert_eq!(finish(s.ferrolock(&["run", "job", "--", "sh", "-c", "exit 3"])).code, 3);
+    assert_eq!(done(s.flock(&[&s.file(), "sh", "-c", "exit 3"])).code, 3);
+    assert_eq!(done(s.ferrolock(&["run", "job", "--", "sh", "-c", "exit 3"])).code, 3);
 }
 
 // row: flock/nonblock
@@ -150,9 +157,9 @@ async fn nonblock() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&[&s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.flock(&["-n", &s.file(), "true"])).code, 1);
-    assert_eq!(finish(s.ferrolock(&["run", "-n", "job", "--", "true"])).code, 1);
-    assert_eq!(finish(s.ferrolock(&["run", "--wait", "0", "job", "--", "true"])).code, 1);
+    assert_eq!(done(s.flock(&["-n", &s.file(), "true"])).code, 1);
+    assert_eq!(done(s.ferrolock(&["run", "-n", "job", "--", "true"])).code, 1);
+    assert_eq!(done(s.ferrolock(&["run", "--wait", "0", "job", "--", "true"])).code, 1);
     s.stop("theirs");
     s.stop("ours");
     assert_eq!(ended(theirs).await.code, 0);
@@ -165,8 +172,8 @@ async fn timeout() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&[&s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.flock(&["-w", "0.3", &s.file(), "true"])).code, 1);
-    assert_eq!(finish(s.ferrolock(&["run", "-w", "0.3", "job", "--", "true"])).code, 1);
+    assert_eq!(done(s.flock(&["-w", "0.3", &s.file(), "true"])).code, 1);
+    assert_eq!(done(s.ferrolock(&["run", "-w", "0.3", "job", "--", "true"])).code, 1);
     // A waiter gets it once the holder ends.
     let flock_waiter = s.flock(&["-w", "30", &s.file(), "true"]).spawn().unwrap();
     let ferrolock_waiter = s.ferrolock(&["run", "--wait", "30", "job", "--", "true"]).spawn().unwrap();
@@ -184,9 +191,9 @@ async fn conflict_exit_code() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&[&s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.flock(&["-E", "9", "-n", &s.file(), "true"])).code, 9);
-    assert_eq!(finish(s.ferrolock(&["run", "-E", "9", "-n", "job", "--", "true"])).code, 9);
-    assert_eq!(finish(s.ferrolock(&["run", "--conflict-exit-code", "9", "--wait", "0", "job", "--", "true"])).code, 9);
+    assert_eq!(done(s.flock(&["-E", "9", "-n", &s.file(), "true"])).code, 9);
+    assert_eq!(done(s.ferrolock(&["run", "-E", "9", "-n", "job", "--", "true"])).code, 9);
+    assert_eq!(done(s.ferrolock(&["run", "--conflict-exit-code", "9", "--wait", "0", "job", "--", "true"])).code, 9);
     s.stop("theirs");
     s.stop("ours");
     ended(theirs).await;
@@ -197,11 +204,11 @@ async fn conflict_exit_code() {
 #[tokio::test]
 async fn shell_command() {
     let s = Scene::new();
-    assert_eq!(finish(s.flock(&[&s.file(), "-c", "test -n \"$0\" && exit 4"])).code, 4);
-    assert_eq!(finish(s.ferrolock(&["run", "job", "-c", "test -n \"$0\" && exit 4"])).code, 4);
+    assert_eq!(done(s.flock(&[&s.file(), "-c", "test -n \"$0\" && exit 4"])).code, 4);
+    assert_eq!(done(s.ferrolock(&["run", "job", "-c", "test -n \"$0\" && exit 4"])).code, 4);
     // -c before the file is a usage error for flock (64); `run NAME -c` and `run -c ... NAME` both work.
-    assert_eq!(finish(s.flock(&["-c", "exit 4", &s.file()])).code, 64);
-    assert_eq!(finish(s.ferrolock(&["run", "-c", "exit 4", "job"])).code, 4);
+    assert_eq!(done(s.flock(&["-c", "exit 4", &s.file()])).code, 64);
+    assert_eq!(done(s.ferrolock(&["run", "-c", "exit 4", "job"])).code, 4);
 }
 
 // row: flock/shared
@@ -210,8 +217,8 @@ async fn shared() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&["-s", &s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
     let ours = s.hold(s.ferrolock(&["run", "--shared", "cfg", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.flock(&["-s", "-n", &s.file(), "true"])).code, 0, "two readers at once");
-    assert_eq!(finish(s.ferrolock(&["run", "--shared", "-n", "cfg", "--", "true"])).code, 0, "two readers at once");
+    assert_eq!(done(s.flock(&["-s", "-n", &s.file(), "true"])).code, 0, "two readers at once");
+    assert_eq!(done(s.ferrolock(&["run", "--shared", "-n", "cfg", "--", "true"])).code, 0, "two readers at once");
     s.stop("theirs");
     s.stop("ours");
     ended(theirs).await;
@@ -224,19 +231,19 @@ async fn exclusive() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&["-s", &s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
     let ours = s.hold(s.ferrolock(&["run", "--shared", "cfg", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.flock(&["-x", "-n", &s.file(), "true"])).code, 1, "a reader keeps the writer out");
-    assert_eq!(finish(s.ferrolock(&["run", "--exclusive", "-n", "cfg", "--", "true"])).code, 1);
+    assert_eq!(done(s.flock(&["-x", "-n", &s.file(), "true"])).code, 1, "a reader keeps the writer out");
+    assert_eq!(done(s.ferrolock(&["run", "--exclusive", "-n", "cfg", "--", "true"])).code, 1);
     // flock's default is -x, which a reader keeps out. ferrolock's plain run is another
     // kind of lock (Redisson's RLock) on the same hash: a reader keeps it out too...
-    assert_eq!(finish(s.flock(&["-n", &s.file(), "true"])).code, 1);
-    assert_eq!(finish(s.ferrolock(&["run", "-n", "cfg", "--", "true"])).code, 1);
+    assert_eq!(done(s.flock(&["-n", &s.file(), "true"])).code, 1);
+    assert_eq!(done(s.ferrolock(&["run", "-n", "cfg", "--", "true"])).code, 1);
     s.stop("theirs");
     s.stop("ours");
     ended(theirs).await;
     ended(ours).await;
     // ...but a plain run does not keep a reader out: the kinds must not be mixed on a name.
     let plain = s.hold(s.ferrolock(&["run", "cfg", "--", "sh", "-c", &s.holder("plain")]), "plain").await;
-    assert_eq!(finish(s.ferrolock(&["run", "--shared", "-n", "cfg", "--", "true"])).code, 0);
+    assert_eq!(done(s.ferrolock(&["run", "--shared", "-n", "cfg", "--", "true"])).code, 0);
     s.stop("plain");
     ended(plain).await;
 }
@@ -248,10 +255,10 @@ async fn unlock() {
     let s = Scene::new();
     // flock -u drops the caller's own lock on a descriptor.
     let script = format!("exec 9>{f}; flock 9; flock -u 9; flock -n {f} true", f = s.file());
-    assert_eq!(finish(Command::new("sh").args(["-c", &script])).code, 0);
+    assert_eq!(done(Command::new("sh").args(["-c", &script])).code, 0);
     // ferrolock unlock --force breaks whoever holds it: that run's command gets SIGTERM, exit 75.
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    let out = finish(s.ferrolock(&["unlock", "--force", "job"]));
+    let out = done(s.ferrolock(&["unlock", "--force", "job"]));
     assert_eq!(out.code, 0, "{out:?}");
     let holder = ended(ours).await;
     assert_eq!(holder.code, 75, "{holder:?}");
@@ -265,17 +272,17 @@ async fn script_locks_itself() {
     let script = s.path("job.sh");
     std::fs::write(&script, format!("exec 9>{f}\nflock -n 9 || exit 1\necho inside\n", f = s.file())).unwrap();
     let theirs = s.hold(s.flock(&[&s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
-    assert_eq!(finish(Command::new("sh").arg(&script)).code, 1);
+    assert_eq!(done(Command::new("sh").arg(&script)).code, 1);
     s.stop("theirs");
     ended(theirs).await;
-    assert_eq!(finish(Command::new("sh").arg(&script)).stdout.trim(), "inside");
+    assert_eq!(done(Command::new("sh").arg(&script)).stdout.trim(), "inside");
     let plain = s.path("plain.sh");
     std::fs::write(&plain, "echo inside\n").unwrap();
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    assert_eq!(finish(s.ferrolock(&["run", "job", "--wait", "0", "--", "sh", &plain])).code, 1);
+    assert_eq!(done(s.ferrolock(&["run", "job", "--wait", "0", "--", "sh", &plain])).code, 1);
     s.stop("ours");
     ended(ours).await;
-    assert_eq!(finish(s.ferrolock(&["run", "job", "--wait", "0", "--", "sh", &plain])).stdout.trim(), "inside");
+    assert_eq!(done(s.ferrolock(&["run", "job", "--wait", "0", "--", "sh", &plain])).stdout.trim(), "inside");
 }
 
 // row: flock/close
@@ -283,9 +290,9 @@ async fn script_locks_itself() {
 async fn no_descriptor_reaches_the_command() {
     let s = Scene::new();
     let fds = "ls -l /proc/$$/fd | grep -c -e job.lock -e socket || true";
-    assert_eq!(finish(s.flock(&[&s.file(), "sh", "-c", fds])).stdout.trim(), "1", "flock passes its lock file");
-    assert_eq!(finish(s.flock(&["-o", &s.file(), "sh", "-c", fds])).stdout.trim(), "0");
-    assert_eq!(finish(s.ferrolock(&["run", "job", "--", "sh", "-c", fds])).stdout.trim(), "0", "no Redis socket");
+    assert_eq!(done(s.flock(&[&s.file(), "sh", "-c", fds])).stdout.trim(), "1", "flock passes its lock file");
+    assert_eq!(done(s.flock(&["-o", &s.file(), "sh", "-c", fds])).stdout.trim(), "0");
+    assert_eq!(done(s.ferrolock(&["run", "job", "--", "sh", "-c", fds])).stdout.trim(), "0", "no Redis socket");
 }
 
 // row: flock/child-keeps-lock
@@ -293,11 +300,11 @@ async fn no_descriptor_reaches_the_command() {
 async fn background_child() {
     let s = Scene::new();
     // The command starts a child in the background and exits at once.
-    let spawn = |tag: &str| format!("({}) >/dev/null 2>&1 &", s.holder(tag));
-    assert_eq!(finish(s.flock(&[&s.file(), "sh", "-c", &spawn("theirs")])).code, 0);
+    let spawn = |tag: &str| format!("sh -c '{}' >/dev/null 2>&1 &", s.holder(tag));
+    assert_eq!(done(s.flock(&[&s.file(), "sh", "-c", &spawn("theirs")])).code, 0);
     s.wait_for("theirs.ready").await;
     assert!(!s.flock_free(), "flock: the child inherited the descriptor, so the lock outlives the command");
-    assert_eq!(finish(s.ferrolock(&["run", "job", "--", "sh", "-c", &spawn("ours")])).code, 0);
+    assert_eq!(done(s.ferrolock(&["run", "job", "--", "sh", "-c", &spawn("ours")])).code, 0);
     s.wait_for("ours.ready").await;
     assert!(alive(s.pid_of("ours")));
     assert!(!s.held("job"), "ferrolock: the lock ends with the command, not with its children");
@@ -329,11 +336,11 @@ async fn no_fork() {
 #[tokio::test]
 async fn verbose() {
     let s = Scene::new();
-    let theirs = finish(s.flock(&["--verbose", &s.file(), "true"]));
-    assert!(theirs.stderr.contains("getting lock took"), "{theirs:?}");
-    let quiet = finish(s.ferrolock(&["run", "job", "--", "true"]));
+    let theirs = done(s.flock(&["--verbose", &s.file(), "true"]));
+    assert!(theirs.stdout.contains("getting lock took"), "{theirs:?}");
+    let quiet = done(s.ferrolock(&["run", "job", "--", "true"]));
     assert_eq!(quiet.stderr, "", "{quiet:?}");
-    let logged = finish(s.ferrolock(&["run", "job", "--", "true"]).env("RUST_LOG", "ferrolock=debug"));
+    let logged = done(s.ferrolock(&["run", "job", "--", "true"]).env("RUST_LOG", "ferrolock=debug"));
     assert_eq!(logged.code, 0);
     assert!(!logged.stderr.is_empty(), "RUST_LOG makes it talk: {logged:?}");
 }
@@ -393,7 +400,7 @@ async fn signals() {
 async fn who_holds() {
     let s = Scene::new();
     let theirs = s.hold(s.flock(&[&s.file(), "sh", "-c", &s.holder("theirs")]), "theirs").await;
-    let listing = finish(Command::new("lslocks").args(["-n", "-o", "PID,PATH"]));
+    let listing = done(Command::new("lslocks").args(["-n", "-o", "PID,PATH"]));
     assert!(
         listing.stdout.lines().any(|l| l.contains(&s.file()) && l.trim().starts_with(&theirs.id().to_string())),
         "{listing:?}"
@@ -401,7 +408,7 @@ async fn who_holds() {
     s.stop("theirs");
     ended(theirs).await;
     let ours = s.hold(s.ferrolock(&["run", "job", "--", "sh", "-c", &s.holder("ours")]), "ours").await;
-    let status = finish(s.ferrolock(&["status", "job", "--json"]));
+    let status = done(s.ferrolock(&["status", "job", "--json"]));
     let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!(json["holders"][0]["info"]["pid"], serde_json::json!(ours.id()), "{json}");
     s.stop("ours");
