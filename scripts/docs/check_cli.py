@@ -5,8 +5,8 @@
 The lists come from the command itself: the options of `ferrolock --help` and of each
 command's `--help` (clap prints every option it defines but hidden ones), and the
 exit codes of the "Exit status:" table that `--help` prints (cli/src/exit.rs's TABLE).
-The page must name each option in code (`--wait`, `-n`) and give each exit code a row
-of its own (`| 65 |`). Fails listing what is missing."""
+The page must name each option inside code (`--wait`, `-n`, `status --json`) and give
+each exit code a row of its own (`| 65 |`). Fails listing what is missing."""
 
 from __future__ import annotations
 
@@ -46,7 +46,10 @@ def main(binary: str, page_path: str) -> int:
                 options.update(o for o in m.groups() if o)
     exit_table = top.split("Exit status:", 1)[1]
     codes = set(EXIT_ROW.findall(exit_table))
-    missing = sorted(o for o in options if not re.search(r"`%s[` =]" % re.escape(o), page))
+    fenced = re.findall(r"^```.*?^```", page, re.S | re.M)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", page, flags=re.S | re.M))
+    in_code = {word for span in fenced + inline for word in re.split(r"[\s,=/\[\]()|]+", span)}
+    missing = sorted(o for o in options if o not in in_code)
     missing_codes = sorted(c for c in codes if f"| {c} |" not in page)
     for o in missing:
         print(f"check_cli: {page_path} does not name the option {o} (in `code`)", file=sys.stderr)
