@@ -28,6 +28,7 @@
 //   lock lease NAME WAIT_MS LEASE_MS  RLock.tryLock(wait, lease): "ok" | "busy"
 //   lock force NAME                 forceUnlock: "true" | "false"
 //   lock ttl NAME                   remainTimeToLive (ms; -2 free, -1 no expiry)
+//   lock tryunlock NAME             unlock: "ok" | "refused <exception class>" (IllegalMonitorStateException)
 //   lock mine NAME                  isHeldByCurrentThread: "true" | "false"
 //   lock heldby NAME THREAD_ID      isHeldByThread: "true" | "false"
 //   lock interruptibly NAME         lockInterruptibly (waits as long as it takes): "ok"
@@ -114,6 +115,14 @@ public class Interop {
         on("lock lease", a -> redisson.getLock(a[0]).tryLock(ms(a[1]), ms(a[2]), MS) ? "ok" : "busy");
         on("lock force", a -> Boolean.toString(redisson.getLock(a[0]).forceUnlock()));
         on("lock ttl", a -> Long.toString(redisson.getLock(a[0]).remainTimeToLive()));
+        on("lock tryunlock", a -> {
+            try {
+                redisson.getLock(a[0]).unlock();
+                return "ok";
+            } catch (IllegalMonitorStateException e) {
+                return "refused " + e.getClass().getSimpleName();
+            }
+        });
         on("lock mine", a -> Boolean.toString(redisson.getLock(a[0]).isHeldByCurrentThread()));
         on("lock heldby", a -> Boolean.toString(redisson.getLock(a[0]).isHeldByThread(Long.parseLong(a[1]))));
         on("lock interruptibly", a -> {
