@@ -14,7 +14,7 @@ their keys never meet the leak check of the binding's suite."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -60,18 +60,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     )
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    config = _CONFIG[0] if _CONFIG else None
-    if config is None or report.when != "call" or not report.passed:
-        return
-    config.stash[_PASSED].update(config.stash[_NAMED].get(report.nodeid, []))
-
-
-_CONFIG: list[pytest.Config] = []
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG.append(session.config)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.passed:
+        item.config.stash[_PASSED].update(item.config.stash[_NAMED].get(item.nodeid, []))
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
