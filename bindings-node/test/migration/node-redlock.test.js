@@ -106,7 +106,7 @@ row('node-redlock/no-renewal', 'node-redlock lets a lock expire while held; with
   const name = fresh();
   await v5().acquire([`${name}:v5`], 200);
   await eventually(async () => (await redis.exists(`${name}:v5`)) === 0, { what: 'the peer lock to expire' });
-  const short = await Client.connect(servers[0].url, { watchdogTimeoutMs: 200 });
+  const short = await Client.connect(servers[0].url, { watchdogTimeoutMs: 1500 });
   const hold = await short.lock(name).acquire();
   let last = await redis.pttl(name);
   let renewals = 0;
@@ -115,8 +115,8 @@ row('node-redlock/no-renewal', 'node-redlock lets a lock expire while held; with
     assert.ok(now > 0, 'expired');
     if (now > last) renewals++;
     last = now;
-    return renewals >= 3;
-  }, { what: 'three renewals' });
+    return renewals >= 2;
+  }, { what: 'two renewals' });
   assert.equal(hold.lost, false);
   await hold.release();
   await short.close();

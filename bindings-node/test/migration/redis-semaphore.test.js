@@ -96,7 +96,10 @@ row('redis-semaphore/retry-interval', 'a waiting Mutex sends a SET every retryIn
   const name = fresh();
   const held = new Mutex(redis, name);
   await held.acquire();
-  const hold = await other.lock(name).acquire();
+  // A holder that sends nothing while it holds (no renewal, no note), so that every
+  // script call counted below would be the waiter's.
+  const quiet = await Client.connect(servers[0].url, { holderNotes: 'off' });
+  const hold = await quiet.lock(name).acquire({ leaseMs: 30000 });
   const ours = client.lock(name).acquire();
   await eventually(() => parked(client), { what: 'ferrolock parked' });
   const scripts = await calls('evalsha');
@@ -110,6 +113,7 @@ row('redis-semaphore/retry-interval', 'a waiting Mutex sends a SET every retryIn
   await theirsDone;
   await theirs.release();
   await (await ours).release();
+  await quiet.close();
 });
 
 row('redis-semaphore/release', 'release(); a Mutex is not re-entrant, a ferrolock handle is', async () => {

@@ -91,20 +91,20 @@ def test_auto_release_time(url: str, r: redis.Redis, name: str) -> None:
     assert theirs.acquire()
     wait_until(lambda: not r.exists(f"redlock:{name}"), what="pottery's lock to expire while held")
     assert theirs.locked() == 0
-    with ferrolock.Client(url, watchdog_timeout=0.3) as client:
+    with ferrolock.Client(url, watchdog_timeout=1.0) as client:
         ours = client.lock(name)
         assert ours.acquire()  # no lease: renewed while held
         last = [r.pttl(name)]
 
-        def renewed_three_times() -> bool:
+        def renewed_twice() -> bool:
             now = r.pttl(name)
             assert now > 0
             if now > last[0]:
                 last.append(now)
             last[0] = now
-            return len(last) > 3
+            return len(last) > 2
 
-        wait_until(renewed_three_times, what="three renewals")
+        wait_until(renewed_twice, what="two renewals")
         assert ours.owned()
         ours.release()
         assert ours.acquire(lease=0.3)  # an explicit lease: expires like pottery's

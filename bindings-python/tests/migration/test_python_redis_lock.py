@@ -60,12 +60,12 @@ def test_expire(client: ferrolock.Client, r: redis.Redis, name: str) -> None:
 
 @row("python-redis-lock/auto-renewal")
 def test_auto_renewal(url: str, r: redis.Redis, name: str) -> None:
-    # expire=1 renews every 2/3 s; ferrolock's watchdog of 1 s every 1/3 s.
-    theirs = redis_lock.Lock(r, name, expire=1, auto_renewal=True)
-    with ferrolock.Client(url, watchdog_timeout=1.0) as client:
+    # expire=2 renews every 2/3 of 2 s; ferrolock's watchdog of 2 s every third of it.
+    theirs = redis_lock.Lock(r, name, expire=2, auto_renewal=True)
+    with ferrolock.Client(url, watchdog_timeout=2.0) as client:
         ours = client.lock(name)
         assert theirs.acquire() and ours.acquire()
-        for _ in range(3):
+        for _ in range(2):
             pttl_rises(r, f"lock:{name}", "python-redis-lock's renewal thread")
             pttl_rises(r, name, "ferrolock's watchdog")
         theirs.release()

@@ -123,12 +123,15 @@ def test_constructor_blocking_false(
 
 
 @row("redis-py/sleep")
-def test_no_polling(client: ferrolock.Client, client2: ferrolock.Client, r: redis.Redis, name: str) -> None:
+def test_no_polling(client: ferrolock.Client, url: str, r: redis.Redis, name: str) -> None:
     """While both wait on a held lock, redis-py's waiter sends a SET every `sleep`;
     ferrolock's sends nothing until the release message wakes it."""
     held_theirs = r.lock(f"{name}:rp")
-    held_ours = client2.lock(name)
-    assert held_theirs.acquire() and held_ours.acquire()
+    # A holder that sends nothing while it holds (no renewal, no note), so that every
+    # script call counted below would be the waiter's.
+    quiet = ferrolock.Client(url, holder_notes="off")
+    held_ours = quiet.lock(name)
+    assert held_theirs.acquire() and held_ours.acquire(lease=30.0)
     results: dict[str, bool] = {}
 
     def wait_theirs() -> None:
@@ -154,6 +157,7 @@ def test_no_polling(client: ferrolock.Client, client2: ferrolock.Client, r: redi
     ours_thread.join(30)
     assert results == {"theirs": True, "ours": True}
     r.delete(f"{name}:rp")
+    quiet.close()
 
 
 @row("redis-py/thread-local")
