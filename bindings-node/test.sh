@@ -9,7 +9,8 @@
 # Needs node >= 20 with npm, cargo, redis-server on PATH, and the npm registry.
 # Env: FERROLOCK_NODE_PROFILE=debug|release (default debug here), CARGO_TARGET_DIR;
 # FERROLOCK_NODE_ADDON and FERROLOCK_NODE_TYPE_DEFS (scripts/test.sh): test that addon,
-# from scripts/package.sh's build, instead of building one.
+# from scripts/package.sh's build, instead of building one. The migration pages' peers
+# (test/migration) come from their own lockfile: npm ci there.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -72,6 +73,10 @@ test -x "$FERROLOCK_FAULT_PROXY"
 echo "== node:test"
 # --expose-gc: test/gc.test.js collects garbage to show that holds survive it.
 node --expose-gc --test --test-concurrency=1 --test-reporter=spec test/*.test.js
+
+echo "== migration pages: node-redlock and redis-semaphore against ferrolock (test/migration, peers pinned by its lockfile)"
+(cd test/migration && npm ci --no-fund --no-audit --silent)
+node --test --test-concurrency=1 --test-reporter=spec test/migration/*.test.js
 
 echo "== npm install ./bindings-node from another project"
 app="$scratch/app"

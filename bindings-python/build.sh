@@ -2,7 +2,8 @@
 # Builds the Python binding from a fresh clone into bindings-python/.venv:
 #   bash bindings-python/build.sh
 # Needs python3 (with venv), cargo, and access to PyPI. Creates (or reuses) the
-# venv, installs maturin and the test/benchmark tools, then `pip install`s
+# venv, installs maturin, the test tools and the pinned peer libraries
+# (requirements-dev.txt), then `pip install`s
 # ./bindings-python (a PEP 517 release build, incremental across runs).
 set -euo pipefail
 
@@ -15,8 +16,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py="$venv/bin/python"
 export PATH="$venv/bin:$PATH"  # the maturin build backend runs the maturin binary
-"$py" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.9.4,<2" "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "redis>=5" "python-redis-lock>=4"
+"$py" -m pip install --quiet --disable-pip-version-check -r "$here/requirements-dev.txt"
 
 # FERROLOCK_PYTHON_WHEEL: install that release wheel (scripts/package.sh's) instead of
 # building, the way a user gets it: from the file, no index, nothing compiled.

@@ -2,9 +2,13 @@
 # Builds the documentation site into target/site/ from the repo's files: the guides and
 # migration pages (docs/site/), the API references generated from the code (Rust: rustdoc
 # of core; Python: mkdocstrings over ferrolock and ferrolock.aio; Node: TypeDoc over
-# bindings-node/index.d.ts; C: scripts/docs/c_api.py over ferrolock.h). Fails when a
-# public name has no documentation or a link inside the site is broken. Installs its
-# pinned tools itself (scripts/docs/requirements.txt into target/docs-venv,
+# bindings-node/index.d.ts; C: scripts/docs/c_api.py over ferrolock.h) and the
+# measurements of docs/perf/. Fails when a public name has no documentation, a link
+# inside the site is broken, a migration page's row names no test (check_rows.py), an
+# option or exit code of the `ferrolock` command is missing from the CLI reference
+# (check_cli.py, from the debug build's --help), or a README that ships in an artifact
+# tells its reader to build from a checkout (check_readmes.py). Installs its pinned
+# tools itself (scripts/docs/requirements.txt into target/docs-venv,
 # scripts/docs/package*.json into target/docs-node). Needs no Redis and no built binding.
 # Open target/site/index.html, or: python3 -m http.server -d target/site
 set -euo pipefail
@@ -34,9 +38,18 @@ if ! cmp -s scripts/docs/package-lock.json "$NODE_TOOLS/package-lock.json" 2>/de
   (cd "$NODE_TOOLS" && npm ci --no-audit --no-fund --silent)
 fi
 
+echo "== migration pages: every table row names a test, every test a row"
+python3 scripts/docs/check_rows.py
+echo "== packaged READMEs: nothing to build from a checkout"
+python3 scripts/docs/check_readmes.py
+echo "== the CLI reference has every option and exit code of ferrolock --help"
+cargo build -q -p ferrolock-cli
+python3 scripts/docs/check_cli.py "${CARGO_TARGET_DIR:-target}/debug/ferrolock" docs/site/guides/cli.md
+
 rm -rf "$SRC" "$SITE"
 mkdir -p "$SRC"
 cp -r docs/site/. "$SRC/"
+cp -r docs/perf "$SRC/perf"
 
 echo "== Rust API (rustdoc of core; missing_docs is an error)"
 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D missing_docs -D rustdoc::broken_intra_doc_links" \

@@ -14,8 +14,8 @@
 #
 # dist/python  ferrolock-<v>-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl, ferrolock-<v>.tar.gz
 # dist/node    ferrolock-<v>.tgz, ferrolock-ferrolock-linux-x64-gnu-<v>.tgz
-# dist/c       ferrolock-<v>-x86_64-linux-gnu.tar.gz, libferrolock_<v>_amd64.deb
-# dist/cli     ferrolock-<v>-x86_64-linux-gnu.tar.gz
+# dist/c       libferrolock-<v>-x86_64-linux-gnu.tar.gz, libferrolock_<v>_amd64.deb
+# dist/cli     ferrolock-cli-<v>-x86_64-linux-gnu.tar.gz
 #
 # Only x86_64-unknown-linux-gnu (glibc >= 2.17) is built: it is the one Rust target
 # this machine has. Other platforms build from source (docs/releasing.md).

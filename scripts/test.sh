@@ -19,7 +19,7 @@ bash scripts/package.sh --ci
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,
 # installed; the C tests link the tarball's static library instead of building their own.
 FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
-FERROLOCK_C_TARBALL=$(ls "$PWD"/dist/c/ferrolock-*-x86_64-linux-gnu.tar.gz)
+FERROLOCK_C_TARBALL=$(ls "$PWD"/dist/c/libferrolock-*-x86_64-linux-gnu.tar.gz)
 # The Node suites (the binding's, the cross-language workers) load the platform
 # package's addon, its declarations checked from the type definitions that build wrote.
 rm -rf target/package/node-addon && mkdir -p target/package/node-addon
@@ -40,7 +40,8 @@ bash bindings-node/test.sh
 section "cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
-cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads
+# migration_flock: the flock(1) migration page's rows, flock and ferrolock run side by side.
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock
 cargo test -p ferrolock-cli
 
 section "documentation: the site builds (every public name documented, no broken link) and its examples run"

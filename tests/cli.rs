@@ -1412,3 +1412,51 @@ async fn a_signal_stops_a_latch_wait_and_leaves_no_subscription() {
     let count: String = redis::cmd("GET").arg("gate").query_async(&mut conn).await.unwrap();
     assert_eq!(count, "1", "the count is untouched");
 }
+
+/// Several URLs in REDIS_URL, separated by commas, are a Redlock's masters: the run
+/// holds the lock on each (docs/site/guides/operating.md, "URLs").
+#[tokio::test]
+async fn comma_separated_redis_url_is_a_redlock() {
+    let servers = [RedisServer::start(), RedisServer::start(), RedisServer::start()];
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    let mut raws = Vec::new();
+    for s in &servers {
+        raws.push(s.raw().await);
+    }
+    let check = "redis-cli -p {port} exists jobs";
+    let script = servers
+        .iter()
+        .map(|s| check.replace("{port}", &s.port.to_string()))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    let out = finish(
+        Command::new(target_binary("ferrolock"))
+            .args(["run", "jobs", "--", "sh", "-c", &script])
+            .env("REDIS_URL", urls.join(","))
+            .stdin(Stdio::null()),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().collect::<Vec<_>>(), ["1", "1", "1"], "held on every master: {out:?}");
+    for raw in &mut raws {
+        assert!(keys(raw).await.is_empty(), "released on every master");
+    }
+}
+
+/// `unix:///path` and `redis+unix:///path?db=N` reach a server on its Unix socket.
+#[tokio::test]
+async fn unix_socket_urls() {
+    let dir = ferrolock_harness::ScratchDir::new("unix-url").unwrap();
+    let socket = dir.join("redis.sock").display().to_string();
+    let server = RedisServer::start_with(&["--unixsocket", &socket, "--unixsocketperm", "700"]);
+    let mut raw = server.raw().await;
+    for url in [format!("unix://{socket}"), format!("redis+unix://{socket}?db=0")] {
+        let out = finish(
+            Command::new(target_binary("ferrolock"))
+                .args(["--url", &url, "run", "over-socket", "--", "redis-cli", "-s", &socket, "exists", "over-socket"])
+                .env_remove("REDIS_URL")
+                .stdin(Stdio::null()),
+        );
+        assert_eq!((out.code, out.stdout.trim()), (0, "1"), "{url}: {out:?}");
+    }
+    assert!(keys(&mut raw).await.is_empty());
+}

@@ -12,10 +12,14 @@
 //!
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
-//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs).
+//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs);
+//! the calls of docs/site/migration/redisson.md those do not make (api.rs). Each test
+//! names the rows of that page it backs (`// row: redisson/ID`; scripts/docs/check_rows.py).
 //!
 //! Run with `-- --nocapture` to see the measured wake-up times.
 
+#[path = "redisson/api.rs"]
+mod api;
 #[path = "redisson/counters.rs"]
 mod counters;
 #[path = "redisson/driver.rs"]
@@ -135,4 +139,11 @@ for_each_version! {
     family::fair_lock,
     family::read_write_lock,
     family::permit_expirable_semaphore,
+    api::explicit_lease,
+    api::force_unlock,
+    api::hold_queries,
+    api::interruptible,
+    api::async_api,
+    api::expirable_permits,
+    api::synced_slaves_default,
 }

@@ -1,6 +1,7 @@
 'use strict';
-// Node 20 has no Symbol.asyncDispose; TypeScript's `await using` down-level looks it up
-// on Symbol. Define it (under the registered key other polyfills use) when missing.
+// Node 20.0-20.3 have no Symbol.asyncDispose (20.4 added it); TypeScript's `await using`
+// down-level looks it up on Symbol. Define it (under the registered key other polyfills
+// use) when missing.
 
 if (typeof Symbol.asyncDispose !== 'symbol') {
   Object.defineProperty(Symbol, 'asyncDispose', {

@@ -61,7 +61,7 @@ def test_not_acquired_in_time_raises(client: ferrolock.Client, client2: ferroloc
         with pytest.raises(ferrolock.LockTimeoutError) as info:
             bounded()
         assert time.monotonic() - start >= 0.15
-        assert info.value.code == "NOT_ACQUIRED" and name in str(info.value)
+        assert info.value.code == "ERR_NOT_ACQUIRED" and name in str(info.value)
         with pytest.raises(ferrolock.LockTimeoutError):
             once()
     assert ran == []

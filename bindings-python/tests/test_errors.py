@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import math
+import re
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -45,7 +49,7 @@ def test_codes() -> None:
         ferrolock.LockError: "ERR_INTERNAL",
         ferrolock.NotOwnedError: "ERR_NOT_OWNER",
         ferrolock.LockLostError: "ERR_LOCK_LOST",
-        ferrolock.LockTimeoutError: "NOT_ACQUIRED",
+        ferrolock.LockTimeoutError: "ERR_NOT_ACQUIRED",
         ferrolock.ConnectionError: "ERR_CONNECTION",
         ferrolock.WrongTypeError: "ERR_WRONG_TYPE",
         ferrolock.InvalidArgumentError: "ERR_INVALID_ARGUMENT",
@@ -56,6 +60,37 @@ def test_codes() -> None:
     for cls, code in codes.items():
         assert cls.code == code, cls
     assert len(set(codes.values())) == len(codes)
+
+
+def test_codes_match_node_and_the_design_table() -> None:
+    """docs/design.md §4: on each row, the Python classes named have the Node code of
+    that row, and Node's error classes (bindings-node/lib/errors.js, read by node)
+    have exactly the codes the table names."""
+    root = Path(__file__).resolve().parents[2]
+    design = (root / "docs" / "design.md").read_text()
+    table = design.split("## 4. Errors", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    python_classes = {n: getattr(ferrolock, n) for n in ferrolock.__all__ if n.endswith("Error")}
+    seen: dict[str, str] = {}
+    for cells in rows:
+        python_cell, node_cell = cells[2], cells[3]
+        codes = re.findall(r"ERR_[A-Z_]+", node_cell)
+        assert len(set(codes)) == 1, f"one Node code per row: {cells}"
+        for name in re.findall(r"\b([A-Z][A-Za-z]+Error)\b", python_cell):
+            if name in python_classes:
+                seen[name] = codes[0]
+                assert python_classes[name].code == codes[0], (name, codes[0])
+    assert set(seen) == set(python_classes), f"classes the table does not name: {set(python_classes) - set(seen)}"
+    out = subprocess.run(
+        ["node", "-e", "const {errors} = require(process.argv[1]); "
+         "console.log(JSON.stringify(Object.values(errors).map((c) => c.code).filter(Boolean)))",
+         str(root / "bindings-node" / "lib" / "errors.js")],
+        check=True, capture_output=True, text=True,
+    )
+    node_codes = set(json.loads(out.stdout))
+    table_codes = {c for cells in rows for c in re.findall(r"ERR_[A-Z_]+", cells[3])}
+    assert table_codes == node_codes, (table_codes ^ node_codes)
+    assert {cls.code for cls in python_classes.values()} <= node_codes
 
 
 def test_wrong_type(client: ferrolock.Client, r: redis.Redis, name: str) -> None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C artifacts into $DIST/c, from the dist build scripts/package.sh made:
-# ferrolock-<version>-x86_64-linux-gnu.tar.gz (include/, lib/ with the versioned
+# libferrolock-<version>-x86_64-linux-gnu.tar.gz (top directory of the same name;
+# include/, lib/ with the versioned
 # shared library, its SONAME and link-name symlinks, the static archive, a .pc that
 # works wherever the tree is unpacked, share/doc/ferrolock/) and a .deb of the same
 # files under /usr.
@@ -9,7 +10,7 @@ set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$DIST/c"
-name=ferrolock-$VERSION-$PLATFORM
+name=$C_NAME
 make -s -C "$ROOT/bindings-c" install-files PROFILE="$PACKAGE_PROFILE" TARGET="$TRIPLE" PREFIX="$work/$name" RELOCATABLE=1
 docs() { # DIR: the licence and the C documentation
     install -d "$1"

@@ -10,6 +10,10 @@ TRIPLE=x86_64-unknown-linux-gnu
 GLIBC_FLOOR=2.17
 PLATFORM=x86_64-linux-gnu
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n 1)
+# The C library's and the CLI's tarballs: distinct names and top directories, so one
+# release carries both.
+C_NAME=libferrolock-$VERSION-$PLATFORM
+CLI_NAME=ferrolock-cli-$VERSION-$PLATFORM
 # The dist profile (Cargo.toml): fat LTO, one codegen unit. The test command's
 # packaging check builds with `ci` instead (the same artifacts without LTO, less
 # optimised, in a fraction of the time): FERROLOCK_PACKAGE_PROFILE.

@@ -22,12 +22,12 @@ parts=("$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/ferrolock-verify.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-name=ferrolock-$VERSION-$PLATFORM
+name=$C_NAME
 wheel=$DIST/python/ferrolock-$VERSION-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
 sdist=$DIST/python/ferrolock-$VERSION.tar.gz
 ctar=$DIST/c/$name.tar.gz
 deb=$DIST/c/libferrolock_${VERSION}_amd64.deb
-clitar=$DIST/cli/$name.tar.gz
+clitar=$DIST/cli/$CLI_NAME.tar.gz
 for f in "$wheel" "$sdist" "$ctar" "$deb" "$clitar"; do
     [ -f "$f" ] || { echo "verify: $f is missing: run scripts/package.sh first" >&2; exit 1; }
 done
@@ -94,7 +94,7 @@ verify_static() {
     echo "  c: include/ferrolock.h is the committed (generated, drift-checked) header"
 
     mkdir -p "$work/cli" && tar -C "$work/cli" -xzf "$clitar"
-    elf_checks "cli: ferrolock" "$work/cli/$name/ferrolock"
+    elf_checks "cli: ferrolock" "$work/cli/$CLI_NAME/ferrolock"
 }
 
 verify_python() {
@@ -103,8 +103,7 @@ verify_python() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index --only-binary :all: \
         --find-links "$DIST/python" "ferrolock==$VERSION"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "redis>=5" "python-redis-lock>=4"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/bindings-python/requirements-dev.txt"
     (cd "$work" && "$venv/bin/python" -c 'import ferrolock; print("  installed", ferrolock.__version__, "at", ferrolock.__file__)')
     (cd "$work" && "$venv/bin/python" -m mypy.stubtest ferrolock._native)
     (cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -q "$ROOT/bindings-python/tests")
@@ -195,7 +194,7 @@ verify_c_examples() {
 verify_cli() {
     echo "== cli: the binary against a scratch redis-server"
     rm -rf "$work/cl" && mkdir -p "$work/cl" && tar -C "$work/cl" -xzf "$clitar"
-    local bin=$work/cl/$name/ferrolock out
+    local bin=$work/cl/$CLI_NAME/ferrolock out
     [ "$("$bin" --version)" = "ferrolock $VERSION" ]
     (
         start_scratch_redis

@@ -25,6 +25,17 @@
 //   KIND locked NAME                isLocked: "true" | "false"
 //       KIND: lock (RLock), fenced (RFencedLock), fair (RFairLock),
 //             read / write (the two sides of RReadWriteLock NAME)
+//   lock lease NAME WAIT_MS LEASE_MS  RLock.tryLock(wait, lease): "ok" | "busy"
+//   lock force NAME                 forceUnlock: "true" | "false"
+//   lock ttl NAME                   remainTimeToLive (ms; -2 free, -1 no expiry)
+//   lock tryunlock NAME             unlock: "ok" | "refused <exception class>" (IllegalMonitorStateException)
+//   lock mine NAME                  isHeldByCurrentThread: "true" | "false"
+//   lock heldby NAME THREAD_ID      isHeldByThread: "true" | "false"
+//   lock interruptibly NAME         lockInterruptibly (waits as long as it takes): "ok"
+//   lock tryasync NAME WAIT_MS      tryLockAsync(wait), awaited: "ok" | "busy"
+//   lock unlockasync NAME           unlockAsync, awaited: "ok"
+//   thread                          this thread's id
+//   config synced                   a new Config's isCheckLockSyncedSlaves: "true" | "false"
 //   fenced try NAME WAIT_MS         (instead of the above) tryLockAndGetToken: the token | "busy"
 //   fenced token NAME               getToken: the last token | "none"
 //
@@ -36,6 +47,8 @@
 //
 //   expirable set NAME N            RPermitExpirableSemaphore.trySetPermits: "true" | "false"
 //   expirable acquire NAME WAIT_MS LEASE_MS  tryAcquire(wait, lease; -1 no lease): the permit id | "busy"
+//   expirable acquiren NAME N WAIT_MS LEASE_MS  tryAcquire(N, wait, lease): the ids, comma-separated | "busy"
+//   expirable update NAME ID LEASE_MS  updateLeaseTime: "true" | "false"
 //   expirable release NAME ID       "ok"
 //   expirable available NAME        availablePermits
 //
@@ -99,6 +112,30 @@ public class Interop {
         locks("fair", redisson::getFairLock);
         locks("read", name -> redisson.getReadWriteLock(name).readLock());
         locks("write", name -> redisson.getReadWriteLock(name).writeLock());
+        on("lock lease", a -> redisson.getLock(a[0]).tryLock(ms(a[1]), ms(a[2]), MS) ? "ok" : "busy");
+        on("lock force", a -> Boolean.toString(redisson.getLock(a[0]).forceUnlock()));
+        on("lock ttl", a -> Long.toString(redisson.getLock(a[0]).remainTimeToLive()));
+        on("lock tryunlock", a -> {
+            try {
+                redisson.getLock(a[0]).unlock();
+                return "ok";
+            } catch (IllegalMonitorStateException e) {
+                return "refused " + e.getClass().getSimpleName();
+            }
+        });
+        on("lock mine", a -> Boolean.toString(redisson.getLock(a[0]).isHeldByCurrentThread()));
+        on("lock heldby", a -> Boolean.toString(redisson.getLock(a[0]).isHeldByThread(Long.parseLong(a[1]))));
+        on("lock interruptibly", a -> {
+            redisson.getLock(a[0]).lockInterruptibly();
+            return "ok";
+        });
+        on("lock tryasync", a -> redisson.getLock(a[0]).tryLockAsync(ms(a[1]), MS).toCompletableFuture().get() ? "ok" : "busy");
+        on("lock unlockasync", a -> {
+            redisson.getLock(a[0]).unlockAsync().toCompletableFuture().get();
+            return "ok";
+        });
+        on("thread", a -> Long.toString(Thread.currentThread().getId()));
+        on("config synced", a -> Boolean.toString(new Config().isCheckLockSyncedSlaves()));
         on("fenced try", this::fencedTry);
         on("fenced token", this::fencedToken);
 
@@ -110,6 +147,11 @@ public class Interop {
 
         on("expirable set", this::expirableSet);
         on("expirable acquire", this::expirableAcquire);
+        on("expirable acquiren", a -> {
+            List<String> ids = redisson.getPermitExpirableSemaphore(a[0]).tryAcquire(count(a[1]), ms(a[2]), ms(a[3]), MS);
+            return ids.isEmpty() ? "busy" : String.join(",", ids);
+        });
+        on("expirable update", a -> Boolean.toString(redisson.getPermitExpirableSemaphore(a[0]).updateLeaseTime(a[1], ms(a[2]), MS)));
         on("expirable release", this::expirableRelease);
         on("expirable available", this::expirableAvailable);
 

@@ -6,6 +6,13 @@ use crate::driver::{wake_up, LEASE};
 use crate::Scene;
 use ferrolock_harness::command_calls;
 
+// row: redisson/semaphore
+// row: redisson/try-set-permits
+// row: redisson/semaphore-acquire
+// row: redisson/semaphore-try-acquire
+// row: redisson/semaphore-release
+// row: redisson/available-drain
+// row: redisson/add-permits
 pub async fn semaphore(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-semaphore";
@@ -79,6 +86,9 @@ pub async fn semaphore(version: &'static str) {
     assert_eq!(ours.available().await.unwrap(), 0);
 }
 
+// row: redisson/latch
+// row: redisson/latch-count
+// row: redisson/latch-await
 pub async fn count_down_latch(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-latch";

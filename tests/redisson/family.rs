@@ -23,6 +23,7 @@ async fn queued(s: &Scene, name: &str, n: usize) {
     .await;
 }
 
+// row: redisson/fair-lock
 pub async fn fair_lock(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-fair";
@@ -67,6 +68,8 @@ pub async fn fair_lock(version: &'static str) {
     assert_eq!(s.java.call(&format!("fair locked {name}")).await, "false");
 }
 
+// row: redisson/read-lock
+// row: redisson/write-lock
 pub async fn read_write_lock(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-rw";
@@ -127,6 +130,10 @@ pub async fn read_write_lock(version: &'static str) {
     assert!(!writer.is_locked().await.unwrap());
 }
 
+// row: redisson/permit-semaphore
+// row: redisson/permit-acquire
+// row: redisson/permit-try-acquire
+// row: redisson/permit-release
 pub async fn permit_expirable_semaphore(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-expirable";

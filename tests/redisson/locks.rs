@@ -32,6 +32,13 @@ fn spawn_waiter(lock: &Lock) -> tokio::task::JoinHandle<(u64, Instant)> {
     })
 }
 
+// row: redisson/get-lock
+// row: redisson/lock
+// row: redisson/try-lock
+// row: redisson/try-lock-wait
+// row: redisson/is-locked
+// row: redisson/hold-count
+// row: redisson/watchdog-timeout
 pub async fn reentrant_lock(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-lock";
@@ -88,6 +95,10 @@ pub async fn reentrant_lock(version: &'static str) {
     assert_eq!(s.java.call(&format!("lock locked {name}")).await, "false");
 }
 
+// row: redisson/fenced-lock
+// row: redisson/lock-and-get-token
+// row: redisson/try-lock-and-get-token
+// row: redisson/get-token
 pub async fn fenced_lock(version: &'static str) {
     let mut s = Scene::start(version).await;
     let name = "interop-fenced";

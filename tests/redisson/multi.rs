@@ -42,10 +42,12 @@ async fn exclusion(version: &'static str, kind: &str, quorum: Quorum) {
     assert_eq!(java.call("multi unlock").await, "ok");
 }
 
+// row: redisson/redlock
 pub async fn redlock(version: &'static str) {
     exclusion(version, "redlock", Quorum::Majority).await;
 }
 
+// row: redisson/multilock
 pub async fn multilock(version: &'static str) {
     exclusion(version, "multilock", Quorum::All).await;
 }

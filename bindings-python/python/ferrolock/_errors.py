@@ -51,7 +51,7 @@ class LockTimeoutError(LockError, TimeoutError):
     """``lock.hold(timeout=...)`` (or ``client.synchronized(..., timeout=...)``)
     could not acquire the lock in time. :attr:`holder` says who held it then."""
 
-    code = "NOT_ACQUIRED"
+    code = "ERR_NOT_ACQUIRED"
 
     holder: HolderEntry | None = None
     """Who held the lock when the wait ran out (read at that moment, with its

@@ -1,0 +1,1 @@
+"""The migration pages' peer tests (a package, so that its conftest is not the suite's `conftest`)."""
