@@ -78,12 +78,28 @@ fn main() {
     // Two threads: the proxies carry every client's traffic; blocking harness calls
     // (process starts and signals) run in block_in_place.
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
-    let failed = runtime.block_on(run(opts));
-    std::process::exit(if failed { 1 } else { 0 });
+    let status = runtime.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut int, mut term, mut hup) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()));
+        let (int, term, hup) = (int.as_mut().expect("SIGINT"), term.as_mut().expect("SIGTERM"), hup.as_mut().expect("SIGHUP"));
+        // Interrupted: dropping the run kills every server and worker it started.
+        tokio::select! {
+            failed = run(opts) => if failed { 1 } else { 0 },
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+            _ = hup.recv() => 129,
+        }
+    });
+    if status > 1 {
+        eprintln!("ferrolock-failover: interrupted; every server and worker it started is stopped");
+    }
+    std::process::exit(status);
 }
 
-async fn run(opts: Options) -> bool {
+async fn run(mut opts: Options) -> bool {
     std::fs::create_dir_all(&opts.logs).expect("the log directory");
+    // The servers' --logfile is read after they chdir to their own directory.
+    opts.logs = opts.logs.canonicalize().expect("the log directory");
     println!("failover harness: logs in {} (seed {})", opts.logs.display(), opts.seed);
     let programs = Programs::find(&opts.repo);
     let observer = match Observer::start().await {
