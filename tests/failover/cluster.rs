@@ -26,6 +26,7 @@ pub struct ClusterTopo {
     nodes: Vec<Node>,
     timers: Timers,
     target_slot: u16,
+    aof: bool,
 }
 
 /// One range of CLUSTER SLOTS: first slot, master and replicas (proxy ports).
@@ -71,7 +72,7 @@ impl ClusterTopo {
             let id: String = query(server.port, None, redis::cmd("CLUSTER").arg("MYID")).await?;
             nodes.push(Node { server, proxy, bus_proxy, id, down: false });
         }
-        let topo = ClusterTopo { proxies, nodes, timers, target_slot };
+        let topo = ClusterTopo { proxies, nodes, timers, target_slot, aof: settings.aof };
         for (n, node) in topo.nodes.iter().enumerate() {
             query::<()>(node.server.port, None, redis::cmd("CLUSTER").arg("SET-CONFIG-EPOCH").arg(n + 1)).await?;
         }
@@ -136,7 +137,7 @@ impl ClusterTopo {
                 tokio::time::sleep(delay).await; // the supervisor's restart delay (the fault itself)
                 blocking(|| self.nodes[m].server.restart());
                 self.proxies.set_upstream(before, self.nodes[m].server.port);
-                format!("restarted empty after {} ms", delay.as_millis())
+                format!("restarted {} after {} ms", if self.aof { "from its AOF" } else { "empty" }, delay.as_millis())
             }
             FaultKind::KillReplica => {
                 blocking(|| self.nodes[m].server.kill());

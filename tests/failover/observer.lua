@@ -3,7 +3,8 @@
 -- exit, at each loss notice and for each client error. Times are this server's TIME.
 --
 -- KEYS[1] obs:res:<resource>  hash: inside, max, sections, overlaps, last_token, dup_tokens,
---                             regressed_tokens, token_incidents, behind (below last_token now)
+--                             regressed_tokens, token_incidents, behind (below last_token now),
+--                             last_sid (the section that got last_token)
 -- KEYS[2] obs:in:<resource>   hash: section id -> entry time (us), the sections inside now
 -- KEYS[3] obs:stats           hash: global counters (overlaps, dup_tokens, ...)
 -- KEYS[4] obs:olap            hash: section id -> the first overlap event it was part of
@@ -63,14 +64,14 @@ if op == 'enter' then
       if tk == last then
         redis.call('HINCRBY', res, 'dup_tokens', 1)
         redis.call('HINCRBY', stats, 'dup_tokens', 1)
-        note('duplicate ' .. KEYS[1] .. ' token ' .. token .. ' by ' .. sid)
+        note('duplicate ' .. KEYS[1] .. ' token ' .. token .. ' by ' .. sid .. ', first by ' .. (redis.call('HGET', res, 'last_sid') or '?'))
       else
         redis.call('HINCRBY', res, 'regressed_tokens', 1)
         redis.call('HINCRBY', stats, 'regressed_tokens', 1)
-        note('regressed ' .. KEYS[1] .. ' token ' .. token .. ' after ' .. last .. ' by ' .. sid)
+        note('regressed ' .. KEYS[1] .. ' token ' .. token .. ' after ' .. last .. ' by ' .. sid .. ', ' .. last .. ' by ' .. (redis.call('HGET', res, 'last_sid') or '?'))
       end
     else
-      redis.call('HSET', res, 'last_token', token, 'behind', '0')
+      redis.call('HSET', res, 'last_token', token, 'last_sid', sid, 'behind', '0')
     end
   end
   return inside

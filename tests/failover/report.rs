@@ -32,6 +32,8 @@ pub struct Left {
     /// A lock still held, or a semaphore with other than all its permits free (not a
     /// holder's note or a fair lock's queue of waiters gone).
     pub held: bool,
+    /// One of the per-fault semaphores.
+    pub semaphore: bool,
 }
 
 /// What a mode must show.
@@ -126,7 +128,20 @@ pub fn report(run: &ModeRun, expect: &Expect) -> Vec<String> {
     let slowest = run.ended.iter().map(|e| e.stop_took.as_secs_f64()).fold(0.0, f64::max);
     let _ = writeln!(out, "processes: {finished} of {} finished (slowest stop {slowest:.1} s)", run.ended.len());
     let list = |held: bool| {
-        let keys: Vec<String> = run.left.iter().filter(|l| l.held == held).map(|l| format!("{} ({})", l.key, l.what)).collect();
+        // One semaphore per fault: counted, not listed (the run's log lists them).
+        let (semaphores, others): (Vec<&Left>, Vec<&Left>) = run.left.iter().filter(|l| l.held == held).partition(|l| l.semaphore);
+        let mut keys: Vec<String> = others.iter().map(|l| format!("{} ({})", l.key, l.what)).collect();
+        if !semaphores.is_empty() {
+            // "F of P permits free"
+            let fewer = semaphores
+                .iter()
+                .filter(|l| {
+                    let n: Vec<i64> = l.what.split(' ').filter_map(|w| w.parse().ok()).collect();
+                    matches!(n.as_slice(), [free, permits] if free < permits)
+                })
+                .count();
+            keys.push(format!("{} of the per-fault semaphores with other than their permits free ({fewer} with fewer)", semaphores.len()));
+        }
         if keys.is_empty() { "nothing".to_string() } else { keys.join(", ") }
     };
     let _ = writeln!(out, "held on the masters once every client closed: {}; other keys left: {}", list(true), list(false));

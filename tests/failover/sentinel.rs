@@ -109,7 +109,7 @@ impl SentinelTopo {
                 blocking(|| node.server.restart_with(&args.iter().map(String::as_str).collect::<Vec<_>>()));
                 let (proxy, port) = (node.proxy, node.server.port);
                 self.proxies.set_upstream(proxy, port);
-                format!("restarted empty after {} ms", delay.as_millis())
+                format!("restarted {} after {} ms", if self.settings.aof { "from its AOF" } else { "empty" }, delay.as_millis())
             }
             FaultKind::KillReplica => {
                 let node = self.node(before);
