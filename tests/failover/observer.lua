@@ -60,6 +60,7 @@ if op == 'enter' then
       if redis.call('HGET', res, 'behind') ~= '1' then
         redis.call('HSET', res, 'behind', '1')
         redis.call('HINCRBY', res, 'token_incidents', 1)
+        note('incident ' .. KEYS[1] .. ' token ' .. token .. ' not above ' .. last)
       end
       if tk == last then
         redis.call('HINCRBY', res, 'dup_tokens', 1)

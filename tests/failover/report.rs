@@ -57,7 +57,7 @@ pub fn report(run: &ModeRun, expect: &Expect) -> Vec<String> {
     let secs = (run.to_us.saturating_sub(run.from_us)) as f64 / 1e6;
     let _ = writeln!(out, "\n== {} ({secs:.0} s)", run.title);
 
-    // Faults, and the anomalies in each one's window (or its aftermath).
+    // Faults, and the overlaps and token incidents in each one's window (or its aftermath).
     let events = anomalies(rec);
     let mut by_kind: BTreeMap<Option<FaultKind>, [u64; 4]> = BTreeMap::new();
     for f in &run.faults {
@@ -71,7 +71,7 @@ pub fn report(run: &ModeRun, expect: &Expect) -> Vec<String> {
         e[if *what == "overlap" { 2 } else { 3 }] += 1;
     }
     if !run.faults.is_empty() || !events.is_empty() {
-        let _ = writeln!(out, "{:<15} {:>6} {:>9} {:>14} {:>15}", "fault", "faults", "failovers", "overlap events", "dup/regr tokens");
+        let _ = writeln!(out, "{:<15} {:>6} {:>9} {:>14} {:>15}", "fault", "faults", "failovers", "overlap events", "token incidents");
         for kind in FAULT_KINDS.iter().map(|k| Some(*k)).chain([None]) {
             let Some(e) = by_kind.get(&kind) else { continue };
             let name = kind.map(|k| k.name()).unwrap_or("no fault");
@@ -192,7 +192,8 @@ fn add(into: &mut ResourceStats, r: &ResourceStats) {
     into.inside_at_end += r.inside_at_end;
 }
 
-/// Overlap and token anomalies from the observer's log, as (time, "overlap" | "token").
+/// Overlaps and token incidents (the counter went back) from the observer's log, as
+/// (time, "overlap" | "token").
 fn anomalies(rec: &Recorded) -> Vec<(u64, &'static str)> {
     rec.log
         .iter()
@@ -200,7 +201,7 @@ fn anomalies(rec: &Recorded) -> Vec<(u64, &'static str)> {
             let (t, rest) = line.split_once(' ')?;
             let what = if rest.starts_with("overlap") {
                 "overlap"
-            } else if rest.starts_with("duplicate") || rest.starts_with("regressed") {
+            } else if rest.starts_with("incident") {
                 "token"
             } else {
                 return None;
