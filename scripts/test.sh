@@ -44,6 +44,11 @@ bash scripts/build.sh
 cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock
 cargo test -p ferrolock-cli
 
+section "failover harness (scripts/failover.sh --short): the negative control must catch overlaps, every client process must finish"
+# On the release artifacts above (the wheel, the addon). Add --expect-zero default once
+# the default policy is to hold through failover (issue 39): then any overlap or bad token fails.
+bash scripts/failover.sh --short
+
 section "documentation: the site builds (every public name documented, no broken link) and its examples run"
 bash scripts/docs.sh
 bash scripts/docs-examples.sh

@@ -13,6 +13,9 @@ mod topology;
 pub use cluster::*;
 pub use fault_proxy::FaultProxy;
 pub use sentinel::*;
+/// Short-lived raw connections and INFO / ROLE parsing, for topologies built outside
+/// this crate (the failover harness's, with proxies in front of every node).
+pub use topology::{connect, info_field, query, role};
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -249,6 +252,19 @@ impl RedisServer {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Kills the server and starts a new empty one on the same port with `extra` in place
+    /// of the arguments it was started with (e.g. a killed master brought back as a replica).
+    pub fn restart_with(&mut self, extra: &[&str]) {
+        self.kill();
+        self.extra = extra.iter().map(|s| s.to_string()).collect();
+        self.spawn().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// The arguments given after the harness's own (see [`RedisServer::start_with`]).
+    pub fn extra_args(&self) -> &[String] {
+        &self.extra
     }
 
     pub fn kill(&mut self) {

@@ -37,7 +37,7 @@ pub(crate) fn url_encode(s: &str) -> String {
 }
 
 /// A raw (non-cluster) connection with connect and response timeouts.
-pub(crate) async fn connect(port: u16, password: Option<&str>) -> Result<MultiplexedConnection, String> {
+pub async fn connect(port: u16, password: Option<&str>) -> Result<MultiplexedConnection, String> {
     let client = redis::Client::open(node_url(port, password)).map_err(|e| format!("127.0.0.1:{port}: bad URL: {e}"))?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(RESPONSE_TIMEOUT))
@@ -50,7 +50,7 @@ pub(crate) async fn connect(port: u16, password: Option<&str>) -> Result<Multipl
 
 /// Runs one command on a fresh connection (polling must survive nodes that restart or
 /// swap roles, so no connection is kept between checks).
-pub(crate) async fn query<T: redis::FromRedisValue>(port: u16, password: Option<&str>, cmd: &redis::Cmd) -> Result<T, String> {
+pub async fn query<T: redis::FromRedisValue>(port: u16, password: Option<&str>, cmd: &redis::Cmd) -> Result<T, String> {
     let mut conn = connect(port, password).await?;
     cmd.query_async(&mut conn).await.map_err(|e| format!("127.0.0.1:{port}: {e}"))
 }
@@ -75,12 +75,12 @@ where
 }
 
 /// The value of `field:` in an INFO reply.
-pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+pub fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
 /// "master", "slave" or "sentinel", from ROLE.
-pub(crate) async fn role(port: u16, password: Option<&str>) -> Result<String, String> {
+pub async fn role(port: u16, password: Option<&str>) -> Result<String, String> {
     let reply: redis::Value = query(port, password, &redis::cmd("ROLE")).await?;
     match reply {
         redis::Value::Array(items) => match items.first() {
