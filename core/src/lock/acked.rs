@@ -52,6 +52,7 @@ pub(super) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                         return Ok(Attempt::Acquired(PendingHold::new(Level { holder: h, hold })));
                     }
                     ReadBack::Unconfirmed(err) => {
+                        h.ctx.remove_latch_later(grant);
                         let runtime = h.ctx.runtime.clone();
                         runtime.spawn(unanswered::settle(h, guard, unanswered_acquire(sent_at, lease)));
                         return Err(err);
@@ -76,6 +77,7 @@ pub(super) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             Err(Unconfirmed::Failed(e)) => Error::from_redis(&e, &format!("{context} (waiting for its replicas)")),
         };
         // Taken, but not where the policy wants it: a failover now could lose it.
+        h.ctx.remove_latch_later(grant);
         let runtime = h.ctx.runtime.clone();
         runtime.spawn(unanswered::settle(h, guard, unanswered_acquire(sent_at, lease)));
         return Err(err);
