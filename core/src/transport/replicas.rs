@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use redis::{Role, Value};
 
 /// A master as the acknowledgement sees it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Facts {
     /// Replicas its sentinels (or the cluster's nodes) know as healthy: what it should
     /// have. A replica being promoted by a manual failover, detached from the master
@@ -27,9 +27,20 @@ pub(crate) struct Facts {
     /// Look again before the next acknowledged call (a WAIT fell short, too few were
     /// connected): replicas come and go.
     pub stale: bool,
+    /// When it was looked at (a look asks the sentinels or the cluster's nodes: waiters
+    /// retrying by the dozen share one per [`Facts::FRESH`]).
+    pub looked: std::time::Instant,
 }
 
 impl Facts {
+    /// How long a look stands even if stale.
+    pub const FRESH: std::time::Duration = std::time::Duration::from_millis(100);
+
+    /// Whether to look again before an acknowledged call.
+    pub fn outdated(&self) -> bool {
+        self.stale && self.looked.elapsed() >= Self::FRESH
+    }
+
     /// The replicas the master should have: connected now, or more if its view says so.
     pub fn replicas(&self) -> u32 {
         self.known.max(self.connected)

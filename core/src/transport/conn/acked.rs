@@ -44,11 +44,11 @@ impl Conn {
         let (link, epoch) = self.current().await?;
         let slot = matches!(link, Link::Cluster(_)).then(|| crate::names::slot(key));
         let mut facts = match self.inner.known.get(slot) {
-            Some(facts) if !facts.stale => facts,
+            Some(facts) if !facts.outdated() => facts,
             _ => self.look(&link, epoch, slot).await?,
         };
         let short = |facts: &Facts| facts.replicas() == 0 || facts.connected < needed(policy, facts.replicas());
-        if short(&facts) && !facts.stale {
+        if short(&facts) && facts.looked.elapsed() >= Facts::FRESH {
             facts = self.look(&link, epoch, slot).await?;
         }
         if config.replica_ack_aof && facts.has_waitaof() == Some(false) {
@@ -176,5 +176,5 @@ fn facts_of(replies: Vec<Value>, known: u32, address: String) -> RedisResult<Opt
     let Some(connected) = replicas::connected_of_role(role)? else { return Ok(None) };
     let version_text = replicas::info_field(&info, "redis_version").unwrap_or("").to_string();
     let version = replicas::parse_version(&version_text);
-    Ok(Some(Facts { known, connected, version, version_text, address, stale: false }))
+    Ok(Some(Facts { known, connected, version, version_text, address, stale: false, looked: std::time::Instant::now() }))
 }

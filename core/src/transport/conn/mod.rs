@@ -363,6 +363,7 @@ async fn confirm_master(conn: &mut MultiplexedConnection, found: &super::sentine
         version_text,
         address: found.address.clone(),
         stale: false,
+        looked: std::time::Instant::now(),
     };
     Ok((facts, replicas::info_field(&info, "run_id").unwrap_or("").to_string()))
 }
