@@ -158,8 +158,8 @@ export interface ConnectOptions {
   driftFactor?: number
   sentinelUsername?: string
   sentinelPassword?: string
-  /** "off", "one", "majority" or "all" (core reads the name; lib/client.js maps booleans). */
-  replicaAck?: 'off' | 'one' | 'majority' | 'all'
+  /** "off", "one", "majority" or "all" (core reads the name); true is "one", false "off". */
+  replicaAck?: 'off' | 'one' | 'majority' | 'all' | boolean
   replicaAckAof?: boolean
   replicaAckTimeoutMs?: number
   /** Connections are named `ferrolock:<client id>:<appName>` (core checks the name). */

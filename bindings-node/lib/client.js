@@ -263,10 +263,10 @@ class Client {
 }
 
 /** The holderNotes option, checked (core reads the name too; this message lists them). */
-/** The replicaAck option as the addon takes it: a policy's name; true is 'one', false 'off'. */
+/** The replicaAck option, checked: a policy's name, or a boolean (true is 'one', false 'off'). */
 function replicaAck(policy) {
   if (policy === undefined || policy === null) return undefined;
-  if (typeof policy === 'boolean') return policy ? 'one' : 'off';
+  if (typeof policy === 'boolean') return policy;
   if (typeof policy !== 'string') {
     throw new ArgumentTypeError(`replicaAck must be 'off', 'one', 'majority', 'all' or a boolean, not ${typeOf(policy)}`);
   }

@@ -68,9 +68,9 @@ pub struct ConnectOptions {
     pub drift_factor: Option<f64>,
     pub sentinel_username: Option<String>,
     pub sentinel_password: Option<String>,
-    /// "off", "one", "majority" or "all" (core reads the name; lib/client.js maps booleans).
-    #[napi(ts_type = "'off' | 'one' | 'majority' | 'all'")]
-    pub replica_ack: Option<String>,
+    /// "off", "one", "majority" or "all" (core reads the name); true is "one", false "off".
+    #[napi(ts_type = "'off' | 'one' | 'majority' | 'all' | boolean")]
+    pub replica_ack: Option<Either<String, bool>>,
     pub replica_ack_aof: Option<bool>,
     pub replica_ack_timeout_ms: Option<f64>,
     /// Connections are named `ferrolock:<client id>:<appName>` (core checks the name).
@@ -162,8 +162,12 @@ pub fn connect<'env>(
             if let Some(password) = o.sentinel_password {
                 builder = builder.sentinel_password(password);
             }
-            if let Some(policy) = o.replica_ack {
-                builder = builder.replica_ack(policy.parse::<ferrolock::ReplicaAck>().js()?);
+            match o.replica_ack {
+                Some(Either::A(policy)) => builder = builder.replica_ack(policy.parse::<ferrolock::ReplicaAck>().js()?),
+                Some(Either::B(on)) => {
+                    builder = builder.replica_ack(if on { ferrolock::ReplicaAck::One } else { ferrolock::ReplicaAck::Off })
+                }
+                None => {}
             }
             if let Some(on) = o.replica_ack_aof {
                 builder = builder.replica_ack_aof(on);
