@@ -35,13 +35,23 @@ export interface ConnectOptions {
   /** Password for the sentinels themselves (their `requirepass`), when they have one. */
   sentinelPassword?: string;
   /**
-   * Behind Sentinel, whether an acquire waits (`WAIT`) until the master's replicas
-   * have the lock; one that no replica acknowledged within `replicaAckTimeoutMs` is
-   * undone and rejects with `NotReplicatedError`. It narrows the window in which a
-   * failover loses a fresh lock; it cannot close it (replication stays asynchronous).
-   * Applies while the master has replicas. Default true.
+   * Behind Sentinel and on a Cluster, how many of the master's replicas must
+   * acknowledge an acquire (`WAIT`, within `replicaAckTimeoutMs`) before it resolves:
+   * `'one'` (the default; `true` too), `'majority'` (floor(n/2)+1 of the n replicas the
+   * master should have), `'all'`, or `'off'` (`false`: no wait). One that falls short
+   * is undone and rejects with `NotReplicatedError` (naming how many acknowledged out
+   * of how many), and so does every acquire while the master has no replica (but
+   * under `'off'`). It narrows the window in which a failover loses a fresh lock; it
+   * cannot close it (replication stays asynchronous). An unknown name rejects with
+   * `InvalidArgumentError`. No effect on one server.
    */
-  replicaAck?: boolean;
+  replicaAck?: ReplicaAck | boolean;
+  /**
+   * With `replicaAck`: count only replicas that fsynced the acquire to their
+   * append-only file (`WAITAOF`, Redis 7.2 or later; an older server rejects acquires
+   * with `InvalidArgumentError` naming its version). Default false.
+   */
+  replicaAckAof?: boolean;
   /** How long the replica acknowledgement may take (1 to 600000). Default 1000. */
   replicaAckTimeoutMs?: number;
   /**
@@ -69,6 +79,9 @@ export interface ConnectOptions {
 
 /** When holders write their notes (`ConnectOptions.holderNotes`). */
 export type HolderNotes = 'off' | 'long' | 'always';
+
+/** How many replicas must acknowledge an acquire (see `ConnectOptions.replicaAck`). */
+export type ReplicaAck = 'off' | 'one' | 'majority' | 'all';
 
 /**
  * Which lock: reentrant (Redisson's `RLock`), fenced (`RFencedLock`), fair
@@ -246,9 +259,10 @@ export class PermissionDeniedError extends FerrolockError {
   constructor(message: string, options?: ErrorOptions);
 }
 /**
- * Behind Sentinel with `replicaAck` on: no replica acknowledged an acquire within
- * `replicaAckTimeoutMs`, so the acquire was undone (a failover could have lost it).
- * Nothing is held; retrying is safe.
+ * Behind Sentinel or on a Cluster: fewer replicas acknowledged an acquire within
+ * `replicaAckTimeoutMs` than the `replicaAck` policy needs (the message names how
+ * many of how many), or the master has none, so the acquire was undone (a failover
+ * could have lost it). Nothing is held; retrying is safe.
  */
 export class NotReplicatedError extends FerrolockError {
   /** This class's `ErrorCode`. */
@@ -675,6 +689,14 @@ export interface Metrics {
   losses: number;
   /** Connections made again after one broke or stalled (commands and messages). */
   reconnects: number;
+  /**
+   * Failovers this client noticed (Sentinel's `+switch-master`, a reconnect onto
+   * another or a restarted master, a cluster slot that changed masters); each makes
+   * it check every hold at once.
+   */
+  failoversNoticed: number;
+  /** From noticing a failover to reporting a hold it lost, per hold lost. */
+  failoverLossReport: Histogram;
 }
 
 /** `util.inspect(client)` shows its id and whether it is closed. */

@@ -148,7 +148,7 @@ export declare function connect(url: string, options?: ConnectOptions | undefine
 /**
  * Settings for `connect`: durations in milliseconds, the drift factor (a
  * fraction of the lease, range-checked by the core builder), the sentinels' own
- * credentials, and the replica acknowledgement behind Sentinel.
+ * credentials, and the replica acknowledgement behind Sentinel and on a Cluster.
  */
 export interface ConnectOptions {
   watchdogTimeoutMs?: number
@@ -158,7 +158,9 @@ export interface ConnectOptions {
   driftFactor?: number
   sentinelUsername?: string
   sentinelPassword?: string
-  replicaAck?: boolean
+  /** "off", "one", "majority" or "all" (core reads the name); true is "one", false "off". */
+  replicaAck?: 'off' | 'one' | 'majority' | 'all' | boolean
+  replicaAckAof?: boolean
   replicaAckTimeoutMs?: number
   /** Connections are named `ferrolock:<client id>:<appName>` (core checks the name). */
   appName?: string
@@ -355,6 +357,10 @@ export interface Metrics {
   renewalFailures: number
   losses: number
   reconnects: number
+  /** Failovers noticed (each checks every hold at once). */
+  failoversNoticed: number
+  /** Seconds from noticing a failover to reporting a hold it lost, per hold lost. */
+  failoverLossReport: Histogram
 }
 
 /**

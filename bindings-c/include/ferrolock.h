@@ -110,9 +110,10 @@ typedef enum ferrolock_status {
      */
     FERROLOCK_ERR_PERMISSION,
     /**
-     * Behind Sentinel with `replica_ack` on (the default): no replica acknowledged an
-     * acquire within `replica_ack_timeout_ms`, so the acquire was undone (a failover
-     * could have lost it) and nothing is held. Retrying is safe.
+     * Behind Sentinel or on a Cluster: fewer replicas acknowledged an acquire within
+     * `replica_ack_timeout_ms` than the `replica_ack` policy needs (the message names
+     * how many of how many), or the master has none, so the acquire was undone (a
+     * failover could have lost it) and nothing is held. Retrying is safe.
      */
     FERROLOCK_ERR_NOT_REPLICATED,
     /**
@@ -238,6 +239,30 @@ typedef enum ferrolock_quorum {
 } ferrolock_quorum;
 
 /**
+ * The replica-acknowledgement policies of `ferrolock_options.replica_ack` (the
+ * core's `ReplicaAck`). The numeric values are part of the ABI: new policies are only
+ * ever appended.
+ */
+typedef enum ferrolock_replica_ack {
+    /**
+     * No acknowledgement: an acquire returns as soon as the master has it.
+     */
+    FERROLOCK_REPLICA_ACK_OFF = 0,
+    /**
+     * At least one replica (Redisson's `checkLockSyncedSlaves`; the default).
+     */
+    FERROLOCK_REPLICA_ACK_ONE = 1,
+    /**
+     * floor(n/2)+1 of the n replicas the master should have.
+     */
+    FERROLOCK_REPLICA_ACK_MAJORITY = 2,
+    /**
+     * All n replicas.
+     */
+    FERROLOCK_REPLICA_ACK_ALL = 3,
+} ferrolock_replica_ack;
+
+/**
  * A connection to one Redis deployment (a server, a master behind Sentinel, or a
  * Cluster), shared by all its lock handles.
  * Thread-safe: create one per process and share it between threads.
@@ -333,10 +358,14 @@ typedef struct ferrolock_options {
      */
     const char *sentinel_password;
     /**
-     * Behind Sentinel: 1 (the default) makes an acquire wait (`WAIT`) until a replica
-     * has the lock, and undo it and fail with `FERROLOCK_ERR_NOT_REPLICATED` when none
-     * acknowledged within `replica_ack_timeout_ms`; 0 turns that off. Applies while
-     * the master has replicas. Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`.
+     * Behind Sentinel and on a Cluster, how many of the master's replicas must
+     * acknowledge an acquire (`WAIT`) before it returns, a `ferrolock_replica_ack`:
+     * `FERROLOCK_REPLICA_ACK_ONE` (1, the default), `FERROLOCK_REPLICA_ACK_MAJORITY`
+     * (2: floor(n/2)+1 of the n replicas the master should have),
+     * `FERROLOCK_REPLICA_ACK_ALL` (3) or `FERROLOCK_REPLICA_ACK_OFF` (0: no wait). An
+     * acquire that falls short within `replica_ack_timeout_ms` is undone and fails
+     * with `FERROLOCK_ERR_NOT_REPLICATED`, as does every acquire while the master has
+     * no replica (but under OFF). Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`.
      */
     int32_t replica_ack;
     /**
@@ -369,6 +398,15 @@ typedef struct ferrolock_options {
      * Default 10000; 1 ms to 7 days, or -1: never.
      */
     int64_t slow_wait_log_ms;
+    /**
+     * 1: with `replica_ack`, count only replicas that fsynced the acquire to their
+     * append-only file (`WAITAOF`, Redis 7.2 or later; an older server fails acquires
+     * with `FERROLOCK_ERR_INVALID_ARGUMENT` naming its version). 0 (the default):
+     * `WAIT`. Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`. (Appended after
+     * `slow_wait_log_ms`: a program built with an older header passes a smaller
+     * `size`, and gets 0.)
+     */
+    int32_t replica_ack_aof;
 } ferrolock_options;
 
 /**
@@ -442,6 +480,21 @@ typedef struct ferrolock_metrics {
      * Total seconds of the hold-time histogram.
      */
     double hold_sum_seconds;
+    /**
+     * Failovers this client noticed (Sentinel's `+switch-master`, a reconnect onto
+     * another or a restarted master, a cluster slot that changed masters); each makes
+     * it check every hold at once. (Appended after `hold_sum_seconds`.)
+     */
+    uint64_t failovers_noticed;
+    /**
+     * Holds reported lost by the check after a noticed failover (observations of
+     * the noticed-to-loss-reported histogram; its buckets are in the text).
+     */
+    uint64_t failover_loss_count;
+    /**
+     * Total seconds from noticing a failover to reporting each of those losses.
+     */
+    double failover_loss_sum_seconds;
 } ferrolock_metrics;
 
 /**
@@ -661,8 +714,8 @@ enum ferrolock_status ferrolock_client_metrics_sized(const struct ferrolock_clie
 
 /**
  * The client's metrics in the Prometheus text exposition format (metric names
- * `ferrolock_*`, label `client="<client id>"`), with the wait-time and hold-time
- * histograms' buckets, for a program to serve from its own HTTP endpoint.
+ * `ferrolock_*`, label `client="<client id>"`), with the wait-time, hold-time and
+ * failover-to-loss-report histograms' buckets, for a program to serve from its own HTTP endpoint.
  *
  * @param out receives a NUL-terminated string owned by the caller: free it with
  *        `ferrolock_string_free()`.
@@ -797,9 +850,9 @@ enum ferrolock_status ferrolock_lock_free(struct ferrolock_lock *lock);
  *         waited); `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
  *         command, key or channel the lock needs; the message names the rule to add;
  *         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
- *         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
- *         option on: no replica acknowledged the acquire within
- *         `replica_ack_timeout_ms`, so it was undone and nothing is held; retrying
+ *         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel or on a Cluster: fewer
+ *         replicas acknowledged the acquire within `replica_ack_timeout_ms` than the
+ *         `replica_ack` policy needs, so it was undone and nothing is held; retrying
  *         is safe); `FERROLOCK_ERR_INTERNAL`.
  *         A multi-lock handle (`ferrolock_multilock_new()`) returns
  *         `FERROLOCK_NOT_ACQUIRED` when too few members could be taken within

@@ -22,6 +22,7 @@
 //! - `client`: `ferrolock_client`;
 //! - `metrics`: `ferrolock_metrics`, a client's counters, and their Prometheus text;
 //! - `kind`: `ferrolock_lock_kind`, the lock kinds as C passes them;
+//! - `ack`: `ferrolock_replica_ack`, the replica-acknowledgement policies of the options;
 //! - `lock`: `ferrolock_lock`: create (by kind, or both sides of a read-write lock),
 //!   free, per-thread holders, acquire, release, queries, tokens;
 //! - `holder`: `ferrolock_holder`, who holds a lock (owner, note, how long), with
@@ -46,6 +47,7 @@
 #[macro_use]
 mod ffi;
 mod handle;
+mod ack;
 mod options;
 mod client;
 mod metrics;
@@ -62,6 +64,7 @@ mod status;
 pub use client::*;
 pub use metrics::*;
 pub use options::*;
+pub use ack::*;
 pub use kind::*;
 pub use lock::*;
 pub use holder::*;

@@ -574,9 +574,9 @@ impl Drop for LockState {
 ///         waited); `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_PERMISSION` (a Redis ACL refused a
 ///         command, key or channel the lock needs; the message names the rule to add;
 ///         nothing is held); `FERROLOCK_ERR_WRONG_TYPE` (the key is not a lock);
-///         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel with the `replica_ack`
-///         option on: no replica acknowledged the acquire within
-///         `replica_ack_timeout_ms`, so it was undone and nothing is held; retrying
+///         `FERROLOCK_ERR_NOT_REPLICATED` (behind Sentinel or on a Cluster: fewer
+///         replicas acknowledged the acquire within `replica_ack_timeout_ms` than the
+///         `replica_ack` policy needs, so it was undone and nothing is held; retrying
 ///         is safe); `FERROLOCK_ERR_INTERNAL`.
 ///         A multi-lock handle (`ferrolock_multilock_new()`) returns
 ///         `FERROLOCK_NOT_ACQUIRED` when too few members could be taken within

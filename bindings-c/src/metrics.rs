@@ -53,6 +53,15 @@ pub struct ferrolock_metrics {
     pub hold_count: u64,
     /// Total seconds of the hold-time histogram.
     pub hold_sum_seconds: f64,
+    /// Failovers this client noticed (Sentinel's `+switch-master`, a reconnect onto
+    /// another or a restarted master, a cluster slot that changed masters); each makes
+    /// it check every hold at once. (Appended after `hold_sum_seconds`.)
+    pub failovers_noticed: u64,
+    /// Holds reported lost by the check after a noticed failover (observations of
+    /// the noticed-to-loss-reported histogram; its buckets are in the text).
+    pub failover_loss_count: u64,
+    /// Total seconds from noticing a failover to reporting each of those losses.
+    pub failover_loss_sum_seconds: f64,
 }
 
 /// The largest `size` taken (anything bigger is not a `ferrolock_metrics`).
@@ -75,7 +84,10 @@ macro_rules! every_field {
             wait_count,
             wait_sum_seconds,
             hold_count,
-            hold_sum_seconds
+            hold_sum_seconds,
+            failovers_noticed,
+            failover_loss_count,
+            failover_loss_sum_seconds
         )
     };
 }
@@ -98,6 +110,9 @@ impl ferrolock_metrics {
             wait_sum_seconds: m.wait.sum,
             hold_count: m.hold.count,
             hold_sum_seconds: m.hold.sum,
+            failovers_noticed: m.failovers_noticed,
+            failover_loss_count: m.failover_loss_report.count,
+            failover_loss_sum_seconds: m.failover_loss_report.sum,
         }
     }
 
@@ -151,8 +166,8 @@ pub unsafe extern "C" fn ferrolock_client_metrics_sized(
 }
 
 /// The client's metrics in the Prometheus text exposition format (metric names
-/// `ferrolock_*`, label `client="<client id>"`), with the wait-time and hold-time
-/// histograms' buckets, for a program to serve from its own HTTP endpoint.
+/// `ferrolock_*`, label `client="<client id>"`), with the wait-time, hold-time and
+/// failover-to-loss-report histograms' buckets, for a program to serve from its own HTTP endpoint.
 ///
 /// @param out receives a NUL-terminated string owned by the caller: free it with
 ///        `ferrolock_string_free()`.
@@ -194,7 +209,9 @@ mod tests {
         assert_eq!(offset_of!(ferrolock_metrics, acquired), 8);
         assert_eq!(offset_of!(ferrolock_metrics, reconnects), 80);
         assert_eq!(offset_of!(ferrolock_metrics, hold_sum_seconds), 112);
-        assert_eq!(size_of::<ferrolock_metrics>(), 120);
+        assert_eq!(offset_of!(ferrolock_metrics, failovers_noticed), 120);
+        assert_eq!(offset_of!(ferrolock_metrics, failover_loss_sum_seconds), 136);
+        assert_eq!(size_of::<ferrolock_metrics>(), 144);
     }
 
     #[test]

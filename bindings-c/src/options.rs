@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use ferrolock::{ClientBuilder, Config, Error, HolderNotes};
 
+use crate::ack::ferrolock_replica_ack;
+
 use crate::ffi::{c_str, invalid, optional_millis};
 
 /// Settings for `ferrolock_client_connect_opts()`. Fill it with
@@ -52,10 +54,14 @@ pub struct ferrolock_options {
     /// Password for the sentinels themselves (their `requirepass`). NULL or "" (the
     /// default): none. Copied; never appears in error messages.
     pub sentinel_password: *const c_char,
-    /// Behind Sentinel: 1 (the default) makes an acquire wait (`WAIT`) until a replica
-    /// has the lock, and undo it and fail with `FERROLOCK_ERR_NOT_REPLICATED` when none
-    /// acknowledged within `replica_ack_timeout_ms`; 0 turns that off. Applies while
-    /// the master has replicas. Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`.
+    /// Behind Sentinel and on a Cluster, how many of the master's replicas must
+    /// acknowledge an acquire (`WAIT`) before it returns, a `ferrolock_replica_ack`:
+    /// `FERROLOCK_REPLICA_ACK_ONE` (1, the default), `FERROLOCK_REPLICA_ACK_MAJORITY`
+    /// (2: floor(n/2)+1 of the n replicas the master should have),
+    /// `FERROLOCK_REPLICA_ACK_ALL` (3) or `FERROLOCK_REPLICA_ACK_OFF` (0: no wait). An
+    /// acquire that falls short within `replica_ack_timeout_ms` is undone and fails
+    /// with `FERROLOCK_ERR_NOT_REPLICATED`, as does every acquire while the master has
+    /// no replica (but under OFF). Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`.
     pub replica_ack: i32,
     /// How long that acknowledgement may take. Default 1000; 1 ms to 600 s.
     pub replica_ack_timeout_ms: i64,
@@ -77,6 +83,13 @@ pub struct ferrolock_options {
     /// (see `ferrolock_set_logger()`), and again each time its wait doubles.
     /// Default 10000; 1 ms to 7 days, or -1: never.
     pub slow_wait_log_ms: i64,
+    /// 1: with `replica_ack`, count only replicas that fsynced the acquire to their
+    /// append-only file (`WAITAOF`, Redis 7.2 or later; an older server fails acquires
+    /// with `FERROLOCK_ERR_INVALID_ARGUMENT` naming its version). 0 (the default):
+    /// `WAIT`. Any other value is `FERROLOCK_ERR_INVALID_ARGUMENT`. (Appended after
+    /// `slow_wait_log_ms`: a program built with an older header passes a smaller
+    /// `size`, and gets 0.)
+    pub replica_ack_aof: i32,
 }
 
 /// The largest `size` taken: anything bigger is not a `ferrolock_options` (most
@@ -105,7 +118,8 @@ macro_rules! every_field {
             app_name,
             holder_notes,
             holder_note_after_ms,
-            slow_wait_log_ms
+            slow_wait_log_ms,
+            replica_ack_aof
         )
     };
 }
@@ -123,12 +137,13 @@ impl ferrolock_options {
             drift_factor: c.drift_factor,
             sentinel_username: ptr::null(),
             sentinel_password: ptr::null(),
-            replica_ack: i32::from(c.replica_ack),
+            replica_ack: ferrolock_replica_ack::of(c.replica_ack),
             replica_ack_timeout_ms: ms(c.replica_ack_timeout),
             app_name: ptr::null(),
             holder_notes: ptr::null(),
             holder_note_after_ms: ms(c.holder_note_after),
             slow_wait_log_ms: c.slow_wait_log.map_or(-1, ms),
+            replica_ack_aof: i32::from(c.replica_ack_aof),
         }
     }
 
@@ -210,10 +225,20 @@ impl ferrolock_options {
             .retry_window(duration(self.retry_window_ms, "retry_window_ms")?)
             .drift_factor(self.drift_factor)
             .replica_ack_timeout(duration(self.replica_ack_timeout_ms, "replica_ack_timeout_ms")?);
-        b = match self.replica_ack {
-            0 => b.replica_ack(false),
-            1 => b.replica_ack(true),
-            other => return Err(invalid(format!("replica_ack = {other} is not 0 (off) or 1 (on, the default)"))),
+        b = match ferrolock_replica_ack::from_int(self.replica_ack) {
+            Some(policy) => b.replica_ack(policy),
+            None => {
+                return Err(invalid(format!(
+                    "replica_ack = {} is not a policy; give FERROLOCK_REPLICA_ACK_OFF (0), FERROLOCK_REPLICA_ACK_ONE \
+                     (1, the default), FERROLOCK_REPLICA_ACK_MAJORITY (2) or FERROLOCK_REPLICA_ACK_ALL (3)",
+                    self.replica_ack
+                )))
+            }
+        };
+        b = match self.replica_ack_aof {
+            0 => b.replica_ack_aof(false),
+            1 => b.replica_ack_aof(true),
+            other => return Err(invalid(format!("replica_ack_aof = {other} is not 0 (WAIT, the default) or 1 (WAITAOF)"))),
         };
         if let Some(user) = optional_str(self.sentinel_username, "sentinel_username")? {
             b = b.sentinel_username(user);
@@ -284,7 +309,14 @@ mod tests {
         assert_eq!(offset_of!(ferrolock_options, holder_notes), 88);
         assert_eq!(offset_of!(ferrolock_options, holder_note_after_ms), 96);
         assert_eq!(offset_of!(ferrolock_options, slow_wait_log_ms), 104);
-        assert_eq!(size_of::<ferrolock_options>(), 112);
+        assert_eq!(offset_of!(ferrolock_options, replica_ack_aof), 112);
+        assert_eq!(size_of::<ferrolock_options>(), 120);
+        use ferrolock::ReplicaAck;
+        for (value, policy) in [(0, ReplicaAck::Off), (1, ReplicaAck::One), (2, ReplicaAck::Majority), (3, ReplicaAck::All)] {
+            assert_eq!(ferrolock_replica_ack::from_int(value), Some(policy));
+            assert_eq!(ferrolock_replica_ack::of(policy), value);
+        }
+        assert_eq!(ferrolock_replica_ack::from_int(4), None);
     }
 
     #[test]
@@ -327,7 +359,7 @@ mod tests {
         assert!(unsafe { ferrolock_options::read(&newer.old) }.is_ok());
         newer.extra = 5;
         let e = unsafe { ferrolock_options::read(&newer.old) }.unwrap_err();
-        assert!(e.message().contains("byte 112"), "{}", e.message());
+        assert!(e.message().contains("byte 120"), "{}", e.message());
     }
 
     #[test]
@@ -343,7 +375,9 @@ mod tests {
         check(ferrolock_options { connect_timeout_ms: -1, ..d() }, "connect_timeout_ms = -1");
         check(ferrolock_options { replica_ack_timeout_ms: i64::MIN, ..d() }, "replica_ack_timeout_ms");
         check(ferrolock_options { retry_window_ms: i64::MAX, ..d() }, "retry_window_ms");
-        check(ferrolock_options { replica_ack: 2, ..d() }, "replica_ack = 2");
+        check(ferrolock_options { replica_ack: 4, ..d() }, "replica_ack = 4");
+        check(ferrolock_options { replica_ack: -1, ..d() }, "replica_ack = -1");
+        check(ferrolock_options { replica_ack_aof: 2, ..d() }, "replica_ack_aof = 2");
         check(ferrolock_options { holder_notes: c"sometimes".as_ptr(), ..d() }, "holder_notes = \"sometimes\"");
         check(ferrolock_options { holder_note_after_ms: -1, ..d() }, "holder_note_after_ms = -1");
         check(ferrolock_options { slow_wait_log_ms: 0, ..d() }, "slow_wait_log_ms = 0");

@@ -37,9 +37,10 @@ pub enum ferrolock_status {
     /// A Redis ACL refused a command, key or channel (NOPERM); the message names what
     /// was refused and the ACL rule that would allow it (e.g. "+hincrby").
     FERROLOCK_ERR_PERMISSION,
-    /// Behind Sentinel with `replica_ack` on (the default): no replica acknowledged an
-    /// acquire within `replica_ack_timeout_ms`, so the acquire was undone (a failover
-    /// could have lost it) and nothing is held. Retrying is safe.
+    /// Behind Sentinel or on a Cluster: fewer replicas acknowledged an acquire within
+    /// `replica_ack_timeout_ms` than the `replica_ack` policy needs (the message names
+    /// how many of how many), or the master has none, so the acquire was undone (a
+    /// failover could have lost it) and nothing is held. Retrying is safe.
     FERROLOCK_ERR_NOT_REPLICATED,
     /// The lock's client was freed (`ferrolock_client_free()`): every call on a lock
     /// handle made from it, including acquires that were waiting when it was freed.

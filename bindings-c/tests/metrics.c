@@ -87,6 +87,7 @@ int main(void) {
     ferrolock_metrics m = metrics_of(c);
     CHECK(m.acquired == 0 && m.not_acquired == 0 && m.failed == 0 && m.cancelled == 0);
     CHECK(m.holds_now == 0 && m.waiters_now == 0 && m.losses == 0 && m.wait_count == 0 && m.hold_count == 0);
+    CHECK(m.failovers_noticed == 0 && m.failover_loss_count == 0 && m.failover_loss_sum_seconds == 0.0);
 
     /* An acquire, a refused try of another client, a release. */
     ferrolock_lock *l = new_lock(c, "metrics");

@@ -40,8 +40,9 @@ static void defaults(void) {
     CHECK(o.drift_factor == 0.01);
     CHECK(o.sentinel_username == NULL);
     CHECK(o.sentinel_password == NULL);
-    CHECK(o.replica_ack == 1);
+    CHECK(o.replica_ack == FERROLOCK_REPLICA_ACK_ONE);
     CHECK(o.replica_ack_timeout_ms == 1000);
+    CHECK(o.replica_ack_aof == 0);
 
     /* Not a struct: nothing written, a message. */
     ferrolock_options_init_sized(NULL, sizeof o);
@@ -105,8 +106,10 @@ static void bad_values(void) {
     REFUSED(o.drift_factor = -0.1, "drift_factor");
     REFUSED(o.drift_factor = NAN, "drift_factor");
     REFUSED(o.drift_factor = INFINITY, "drift_factor");
-    REFUSED(o.replica_ack = 2, "replica_ack = 2");
+    REFUSED(o.replica_ack = 4, "replica_ack = 4");
     REFUSED(o.replica_ack = -1, "replica_ack = -1");
+    REFUSED(o.replica_ack_aof = 2, "replica_ack_aof = 2");
+    REFUSED(o.replica_ack_aof = -1, "replica_ack_aof = -1");
     REFUSED(o.replica_ack_timeout_ms = 0, "replica_ack_timeout");
     REFUSED(o.replica_ack_timeout_ms = 600001, "replica_ack_timeout");
     REFUSED(o.replica_ack_timeout_ms = -1, "replica_ack_timeout_ms = -1");
@@ -202,7 +205,7 @@ static void connect_and_lock(const char *url) {
     o.response_timeout_ms = 1000;
     o.retry_window_ms = 2000;
     o.drift_factor = 0.02;
-    o.replica_ack = 0;
+    o.replica_ack = FERROLOCK_REPLICA_ACK_OFF;
     o.replica_ack_timeout_ms = 500;
     /* Sentinel credentials with a one-server URL: not used, not a problem. */
     char user[32], password[32];

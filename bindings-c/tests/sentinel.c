@@ -2,7 +2,7 @@
  * own): the sentinels' credentials come from the options (never from the URL, never
  * in a message), the acquire waits for the replica, and with the replica stopped it
  * fails with FERROLOCK_ERR_NOT_REPLICATED and leaves nothing held, unless
- * replica_ack is 0. */
+ * replica_ack is FERROLOCK_REPLICA_ACK_OFF. */
 #include "harness.h"
 
 #define SENTINEL_PASSWORD "s3cret-sentinel-pw"
@@ -105,8 +105,8 @@ int main(void) {
     ferrolock_lock_free(l);
     ferrolock_client_free(c);
 
-    /* replica_ack = 0: the same acquire goes through. */
-    o.replica_ack = 0;
+    /* FERROLOCK_REPLICA_ACK_OFF: the same acquire goes through. */
+    o.replica_ack = FERROLOCK_REPLICA_ACK_OFF;
     OK(connect_with(url, &o, &c));
     l = new_lock(c, "sentinel-lock");
     OK(ferrolock_lock_acquire(l, 0, -1));

@@ -21,6 +21,7 @@ const CONNECT_KEYS = [
   'sentinelUsername',
   'sentinelPassword',
   'replicaAck',
+  'replicaAckAof',
   'replicaAckTimeoutMs',
   'appName',
   'holderNotes',
@@ -30,6 +31,7 @@ const CONNECT_KEYS = [
 const CONNECT = optionKeys('connect', CONNECT_KEYS);
 const LOCK = optionKeys('lock', ['holderId', 'owner', 'label']);
 const HOLDER_NOTES = ['off', 'long', 'always'];
+const REPLICA_ACK = ['off', 'one', 'majority', 'all'];
 
 /** A name as the addon takes it: a string, or a Uint8Array's bytes (no copy). */
 function rawName(name, what) {
@@ -63,8 +65,9 @@ class Client {
    * or `redis+cluster://[user:password@]host:port[,host:port...]` (`rediss+...` for TLS).
    * Options (ms): watchdogTimeoutMs (default 30000), responseTimeoutMs, connectTimeoutMs, retryWindowMs;
    * driftFactor (fraction of the lease, 0..0.5, default 0.01); behind Sentinel: sentinelUsername,
-   * sentinelPassword (the sentinels' own credentials), replicaAck (default true),
-   * replicaAckTimeoutMs (default 1000, 1..600000); appName (connections are named
+   * sentinelPassword (the sentinels' own credentials); behind Sentinel and on a Cluster:
+   * replicaAck ('off', 'one' (default; true), 'majority', 'all'; false: 'off'), replicaAckAof
+   * (WAITAOF), replicaAckTimeoutMs (default 1000, 1..600000); appName (connections are named
    * `ferrolock:<client id>:<appName>` in CLIENT LIST, and the app in holder notes);
    * holderNotes: when a holder leaves a note beside its hold for operators and waiters
    * (app, host, pid, label, since when): 'off', 'long' (default: holds that outlive
@@ -83,7 +86,8 @@ class Client {
       driftFactor: fraction(o.driftFactor, 'driftFactor'),
       sentinelUsername: string(o.sentinelUsername, 'sentinelUsername'),
       sentinelPassword: string(o.sentinelPassword, 'sentinelPassword'),
-      replicaAck: bool(o.replicaAck, 'replicaAck'),
+      replicaAck: replicaAck(o.replicaAck),
+      replicaAckAof: bool(o.replicaAckAof, 'replicaAckAof'),
       replicaAckTimeoutMs: ms(o.replicaAckTimeoutMs, 'replicaAckTimeoutMs'),
       appName: string(o.appName, 'appName'),
       holderNotes: holderNotes(o.holderNotes),
@@ -259,6 +263,19 @@ class Client {
 }
 
 /** The holderNotes option, checked (core reads the name too; this message lists them). */
+/** The replicaAck option, checked: a policy's name, or a boolean (true is 'one', false 'off'). */
+function replicaAck(policy) {
+  if (policy === undefined || policy === null) return undefined;
+  if (typeof policy === 'boolean') return policy;
+  if (typeof policy !== 'string') {
+    throw new ArgumentTypeError(`replicaAck must be 'off', 'one', 'majority', 'all' or a boolean, not ${typeOf(policy)}`);
+  }
+  if (!REPLICA_ACK.includes(policy)) {
+    throw new InvalidArgumentError(`replicaAck = ${JSON.stringify(policy)}; give 'off', 'one' (the default), 'majority', 'all' or a boolean`);
+  }
+  return policy;
+}
+
 function holderNotes(mode) {
   if (mode === undefined || mode === null) return undefined;
   if (typeof mode !== 'string') throw new ArgumentTypeError(`holderNotes must be a string, not ${typeOf(mode)}`);

@@ -58,7 +58,7 @@ impl Shared {
 
 /// Settings for `connect`: durations in milliseconds, the drift factor (a
 /// fraction of the lease, range-checked by the core builder), the sentinels' own
-/// credentials, and the replica acknowledgement behind Sentinel.
+/// credentials, and the replica acknowledgement behind Sentinel and on a Cluster.
 #[napi(object)]
 pub struct ConnectOptions {
     pub watchdog_timeout_ms: Option<f64>,
@@ -68,7 +68,10 @@ pub struct ConnectOptions {
     pub drift_factor: Option<f64>,
     pub sentinel_username: Option<String>,
     pub sentinel_password: Option<String>,
-    pub replica_ack: Option<bool>,
+    /// "off", "one", "majority" or "all" (core reads the name); true is "one", false "off".
+    #[napi(ts_type = "'off' | 'one' | 'majority' | 'all' | boolean")]
+    pub replica_ack: Option<Either<String, bool>>,
+    pub replica_ack_aof: Option<bool>,
     pub replica_ack_timeout_ms: Option<f64>,
     /// Connections are named `ferrolock:<client id>:<appName>` (core checks the name).
     pub app_name: Option<String>,
@@ -121,6 +124,10 @@ pub struct Metrics {
     pub renewal_failures: f64,
     pub losses: f64,
     pub reconnects: f64,
+    /// Failovers noticed (each checks every hold at once).
+    pub failovers_noticed: f64,
+    /// Seconds from noticing a failover to reporting a hold it lost, per hold lost.
+    pub failover_loss_report: Histogram,
 }
 
 /// Connects a client to the deployment `url` names (`redis://`, `redis+sentinel://`,
@@ -155,8 +162,15 @@ pub fn connect<'env>(
             if let Some(password) = o.sentinel_password {
                 builder = builder.sentinel_password(password);
             }
-            if let Some(on) = o.replica_ack {
-                builder = builder.replica_ack(on);
+            match o.replica_ack {
+                Some(Either::A(policy)) => builder = builder.replica_ack(policy.parse::<ferrolock::ReplicaAck>().js()?),
+                Some(Either::B(on)) => {
+                    builder = builder.replica_ack(if on { ferrolock::ReplicaAck::One } else { ferrolock::ReplicaAck::Off })
+                }
+                None => {}
+            }
+            if let Some(on) = o.replica_ack_aof {
+                builder = builder.replica_ack_aof(on);
             }
             if let Some(d) = millis(o.replica_ack_timeout_ms, "replicaAckTimeoutMs")? {
                 // Core's range, said in this binding's spelling and unit.
@@ -475,6 +489,8 @@ impl NativeClient {
             renewal_failures: m.renewal_failures as f64,
             losses: m.losses as f64,
             reconnects: m.reconnects as f64,
+            failovers_noticed: m.failovers_noticed as f64,
+            failover_loss_report: m.failover_loss_report.into(),
         })
     }
 

@@ -103,7 +103,8 @@ test('sentinel and replica-ack options: bad types and ranges reject with ERR_INV
   const bad = [
     ['sentinelUsername', [42, true, {}, ['u']]],
     ['sentinelPassword', [42, false, {}, Buffer.from('pw')]],
-    ['replicaAck', ['yes', 'true', 1, 0, {}]],
+    ['replicaAck', ['yes', 'true', 'ONE', '', 1, 0, {}]],
+    ['replicaAckAof', ['yes', 1, {}]],
     ['replicaAckTimeoutMs', ['100', NaN, Infinity, -1, 0, 600_001, 8 * 24 * 3600 * 1000, true]],
   ];
   for (const [option, values] of bad) {
@@ -122,6 +123,10 @@ test('sentinel and replica-ack options: bad types and ranges reject with ERR_INV
   for (const options of [
     { sentinelUsername: 'sentinel-user', sentinelPassword: 'pw', replicaAck: true, replicaAckTimeoutMs: 1 },
     { replicaAck: false, replicaAckTimeoutMs: 600_000 },
+    { replicaAck: 'off' },
+    { replicaAck: 'one', replicaAckAof: false },
+    { replicaAck: 'majority', replicaAckAof: true },
+    { replicaAck: 'all' },
     { replicaAckTimeoutMs: 0.5 }, // rounds up to 1 ms
     { sentinelUsername: undefined, sentinelPassword: null, replicaAck: undefined, replicaAckTimeoutMs: null },
   ]) {

@@ -29,9 +29,11 @@ test('metrics: acquires by outcome, wait and hold histograms, holds and waiters 
     const m0 = a.metrics();
     assert.deepEqual(
       Object.keys(m0).sort(),
-      ['acquired', 'cancelled', 'clientId', 'failed', 'hold', 'holdsNow', 'losses', 'notAcquired', 'reconnects',
-        'renewalFailures', 'renewals', 'wait', 'waitersNow'],
+      ['acquired', 'cancelled', 'clientId', 'failed', 'failoverLossReport', 'failoversNoticed', 'hold', 'holdsNow', 'losses',
+        'notAcquired', 'reconnects', 'renewalFailures', 'renewals', 'wait', 'waitersNow'],
     );
+    assert.equal(m0.failoversNoticed, 0);
+    assertHistogram(m0.failoverLossReport, 0);
     assert.equal(m0.clientId, a.id);
     assert.equal(m0.acquired + m0.notAcquired + m0.failed + m0.cancelled, 0);
     assertHistogram(m0.wait, 0);
@@ -86,6 +88,8 @@ test('metricsText: core\'s Prometheus text, labelled with the client id', async 
     assert.match(text, /^# (HELP|TYPE) ferrolock_/m);
     assert.ok(text.includes(`client="${c.id}"`));
     assert.match(text, /^ferrolock_\w+\{[^}]*client="[^"]+"[^}]*\} \d/m);
+    assert.ok(text.includes(`ferrolock_failovers_noticed_total{client="${c.id}"} 0`), text);
+    assert.ok(text.includes(`ferrolock_failover_loss_report_seconds_count{client="${c.id}"} 0`), text);
   } finally {
     await c.close();
   }

@@ -68,7 +68,8 @@ test('wrong value types: a TypeError naming the option; ranges stay InvalidArgum
   assert.throws(() => client.lock(42), typeError(/a lock name must be a string or a Uint8Array, not number/));
   assert.throws(() => client.lock('opt:t', { holderId: '7' }), typeError(/holderId must be a number or a bigint, not string/));
   assert.throws(() => client.lock('opt:t', { owner: 7 }), typeError(/owner must be a string, not number/));
-  await assert.rejects(Client.connect(server.url, { replicaAck: 'yes' }), typeError(/replicaAck must be true or false, not string/));
+  await assert.rejects(Client.connect(server.url, { replicaAck: 1 }), typeError(/replicaAck must be 'off', 'one', 'majority', 'all' or a boolean, not number/));
+  await assert.rejects(Client.connect(server.url, { replicaAckAof: 'yes' }), typeError(/replicaAckAof must be true or false, not string/));
   await assert.rejects(Client.connect(server.url, { driftFactor: '0.1' }), typeError(/driftFactor must be a number, not string/));
   assert.throws(() => Lock.multi([lock], { quorum: 2 }), typeError(/quorum: 'majority' .* not 2/));
   await assert.rejects(Redlock.connect([server.url], { quorum: 2 }), typeError(/quorum must be 'majority' .* not number/));

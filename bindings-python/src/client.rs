@@ -25,7 +25,9 @@ struct Settings {
     drift_factor: Option<f64>,
     sentinel_username: Option<String>,
     sentinel_password: Option<String>,
-    replica_ack: Option<bool>,
+    /// A policy's name ("off", "one", "majority", "all"; the facade maps True/False).
+    replica_ack: Option<String>,
+    replica_ack_aof: Option<bool>,
     replica_ack_timeout: Option<f64>,
     app_name: Option<String>,
     holder_notes: Option<String>,
@@ -60,8 +62,11 @@ fn builder(url: &str, s: &Settings) -> PyResult<ClientBuilder> {
     if let Some(password) = &s.sentinel_password {
         b = b.sentinel_password(password.clone());
     }
-    if let Some(on) = s.replica_ack {
-        b = b.replica_ack(on);
+    if let Some(policy) = &s.replica_ack {
+        b = b.replica_ack(policy.parse().py()?);
+    }
+    if let Some(on) = s.replica_ack_aof {
+        b = b.replica_ack_aof(on);
     }
     if let Some(d) = seconds(s.replica_ack_timeout, "replica_ack_timeout")? {
         // Range-checked (1 ms to 600 s) by the core when connecting.
@@ -179,9 +184,10 @@ twin_methods! {
             /// Connects and checks that the server answers. `url` is `redis://`,
             /// `rediss://`, `redis+sentinel://` or `redis+cluster://` (see
             /// `ferrolock.Client`); `sentinel_username` / `sentinel_password` are the
-            /// sentinels' own credentials; `replica_ack` / `replica_ack_timeout` make an
-            /// acquire behind Sentinel wait for a replica (NotReplicatedError if none
-            /// acknowledges in time); `app_name` ends every connection's name
+            /// sentinels' own credentials; `replica_ack` ("off", "one", "majority",
+            /// "all"), `replica_ack_aof` and `replica_ack_timeout` say how many replicas
+            /// must acknowledge an acquire behind Sentinel or on a Cluster
+            /// (NotReplicatedError when too few do in time); `app_name` ends every connection's name
             /// (`ferrolock:<client id>:<app name>`) and the holders' notes;
             /// `holder_notes` ("off", "long", "always") and `holder_note_after`
             /// (seconds) say when a hold writes its note; an acquire that waited
@@ -191,7 +197,7 @@ twin_methods! {
                 url, watchdog_timeout=None, response_timeout=None, connect_timeout=None, retry_window=None,
                 drift_factor=None, sentinel_username=None, sentinel_password=None, replica_ack=None,
                 replica_ack_timeout=None, app_name=None, holder_notes=None, holder_note_after=None,
-                slow_wait_log=None
+                slow_wait_log=None, replica_ack_aof=None
             ))]
             #[allow(clippy::too_many_arguments)]
             fn connect | connect_async (
@@ -203,12 +209,13 @@ twin_methods! {
                 drift_factor: Option<f64>,
                 sentinel_username: Option<String>,
                 sentinel_password: Option<String>,
-                replica_ack: Option<bool>,
+                replica_ack: Option<String>,
                 replica_ack_timeout: Option<f64>,
                 app_name: Option<String>,
                 holder_notes: Option<String>,
                 holder_note_after: Option<f64>,
-                slow_wait_log: Option<f64>
+                slow_wait_log: Option<f64>,
+                replica_ack_aof: Option<bool>
             ) -> Client {
                 let settings = Settings {
                     watchdog_timeout,
@@ -219,6 +226,7 @@ twin_methods! {
                     sentinel_username,
                     sentinel_password,
                     replica_ack,
+                    replica_ack_aof,
                     replica_ack_timeout,
                     app_name,
                     holder_notes,
@@ -344,7 +352,8 @@ twin_methods! {
         }
 
         /// A snapshot of this client's metrics, as a dict (see `ferrolock.Metrics`;
-        /// the histograms `wait` and `hold` as dicts of `bounds`, `counts`, `sum`, `count`).
+        /// the histograms `wait`, `hold` and `failover_loss_report` as dicts of
+        /// `bounds`, `counts`, `sum`, `count`).
         fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
             let m = self.shared.client(py)?.metrics();
             let d = PyDict::new(py);
@@ -361,6 +370,8 @@ twin_methods! {
             d.set_item("renewal_failures", m.renewal_failures)?;
             d.set_item("losses", m.losses)?;
             d.set_item("reconnects", m.reconnects)?;
+            d.set_item("failovers_noticed", m.failovers_noticed)?;
+            d.set_item("failover_loss_report", histogram(py, &m.failover_loss_report)?)?;
             Ok(d)
         }
 

@@ -20,6 +20,7 @@ def test_metrics(client: ferrolock.Client, client2: ferrolock.Client, name: str)
     before = client.metrics()
     assert isinstance(before, ferrolock.Metrics) and before.client_id == client.id
     assert (before.acquired, before.not_acquired, before.holds_now, before.losses) == (0, 0, 0, 0)
+    assert (before.failovers_noticed, before.failover_loss_report.count) == (0, 0)
     lock = client.lock(name)
     with lock:
         during = client.metrics()
@@ -51,6 +52,8 @@ def test_metrics_text(client: ferrolock.Client, name: str) -> None:
         pass
     text = client.metrics_text()
     assert f'client="{client.id}"' in text
+    assert f'ferrolock_failovers_noticed_total{{client="{client.id}"}} 0' in text
+    assert f'ferrolock_failover_loss_report_seconds_count{{client="{client.id}"}} 0' in text
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert lines and all(line.startswith("ferrolock_") for line in lines)
 

@@ -60,8 +60,10 @@ def test_sentinel_options_are_accepted_outside_sentinel(url: str, name: str) -> 
     [
         ("sentinel_username", 42),
         ("sentinel_password", b"bytes-pw"),
-        ("replica_ack", "yes"),
         ("replica_ack", 1),
+        ("replica_ack", None),
+        ("replica_ack_aof", "yes"),
+        ("replica_ack_aof", 1),
         ("replica_ack_timeout", "1.0"),
         ("replica_ack_timeout", [1.0]),
     ],
@@ -76,6 +78,27 @@ def test_sentinel_options_bad_types(url: str, option: str, value: object) -> Non
         await ferrolock.aio.Client.connect(url, **kwargs)
 
     with pytest.raises(TypeError, match=option):
+        asyncio.run(connect())
+
+
+@pytest.mark.parametrize("policy", ["off", "one", "majority", "all", True, False])
+def test_replica_ack_policies_are_accepted(url: str, name: str, policy: str | bool) -> None:
+    """Every policy by name (and True/False for one/off); on one server none has an effect."""
+    with ferrolock.Client(url, replica_ack=policy, replica_ack_aof=True) as client:
+        with client.lock(name) as lock:
+            assert lock.owned()
+
+
+@pytest.mark.parametrize("policy", ["yes", "ONE", "", "quorum"])
+def test_replica_ack_unknown_policy(url: str, policy: str) -> None:
+    with pytest.raises(ferrolock.InvalidArgumentError, match="replica_ack") as info:
+        ferrolock.Client(url, replica_ack=policy)
+    assert isinstance(info.value, ValueError)
+
+    async def connect() -> None:
+        await ferrolock.aio.Client.connect(url, replica_ack=policy)
+
+    with pytest.raises(ferrolock.InvalidArgumentError, match="off, one, majority or all"):
         asyncio.run(connect())
 
 
@@ -304,6 +327,7 @@ def test_unacknowledged_acquire_raises_not_replicated(stopped_replica: Deploymen
             assert time.monotonic() - started < 4.0
             assert info.value.code == "ERR_NOT_REPLICATED"
             assert name in str(info.value)
+            assert 'replica_ack policy "one"' in str(info.value), str(info.value)
             assert not lock.owned()
             # The acquire is undone in the background: nothing stays locked.
             wait_until(lambda: master.exists(name) == 0, timeout=5, what="the undone acquire to leave no lock key")
@@ -331,11 +355,12 @@ def test_unacknowledged_acquire_with_aio(stopped_replica: Deployment) -> None:
         master.close()
 
 
-def test_replica_ack_off_acquires_without_a_replica(stopped_replica: Deployment) -> None:
+@pytest.mark.parametrize("off", [False, "off"])
+def test_replica_ack_off_acquires_without_a_replica(stopped_replica: Deployment, off: str | bool) -> None:
     name = _lock_name()
     master = stopped_replica.master.redis()
     try:
-        with ferrolock.Client(stopped_replica.url(), replica_ack=False, replica_ack_timeout=0.2) as client:
+        with ferrolock.Client(stopped_replica.url(), replica_ack=off, replica_ack_timeout=0.2) as client:
             lock = client.lock(name)
             assert lock.acquire(timeout=5.0)
             try:

@@ -28,8 +28,9 @@ pub const INTERNAL: i32 = 70;
 pub const NOT_RELEASED: i32 = 74;
 /// The lock was lost while CMD ran, or its release found it gone (EX_TEMPFAIL).
 pub const LOST: i32 = 75;
-/// Behind Sentinel, no replica acknowledged the acquire within its timeout, so it was
-/// undone: CMD did not run, nothing is held, and retrying is safe (EX_PROTOCOL).
+/// Behind Sentinel or on a Cluster, too few replicas acknowledged the acquire within its
+/// timeout for --replica-ack (or the master has none), so it was undone: CMD did not
+/// run, nothing is held, and retrying is safe (EX_PROTOCOL).
 pub const NOT_REPLICATED: i32 = 76;
 /// A Redis ACL refused a command, key or channel the lock needs (EX_NOPERM).
 pub const NO_PERMISSION: i32 = 77;
@@ -56,8 +57,9 @@ Exit status:
   74           run: the lock could not be released at the end (Redis down or refused it);
                it may stay held until its lease ends (CMD's exit status is on stderr)
   75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release
-  76           run, behind Sentinel: no replica acknowledged the acquire within
-               --replica-ack-timeout; CMD did not run, nothing is held, retrying is safe
+  76           run, behind Sentinel or on a Cluster: too few replicas acknowledged the
+               acquire within --replica-ack-timeout for --replica-ack (or the master has
+               none); CMD did not run, nothing is held, retrying is safe
   77           a Redis ACL refused a command, key or channel (NOPERM); stderr names the rule
   126          run: CMD found but not executable
   127          run: CMD not found

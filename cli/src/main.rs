@@ -10,7 +10,8 @@
 //! ferrolock [CONNECTION] top [PREFIX] [--once | --json]
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
-//! CONNECTION: [--url URL]... [--sentinel-username NAME] [--no-replica-ack | --replica-ack-timeout SECS] [--app-name NAME]
+//! CONNECTION: [--url URL]... [--sentinel-username NAME] [--replica-ack POLICY | --no-replica-ack]
+//!             [--replica-ack-aof] [--replica-ack-timeout SECS] [--app-name NAME]
 //! ```
 //!
 //! The URL is `--url` (accepted before or after the subcommand), else `REDIS_URL`,
@@ -35,8 +36,10 @@
 //! A Sentinel URL's credentials are the data nodes'. The sentinels' own are
 //! `--sentinel-username` and the environment variable `FERROLOCK_SENTINEL_PASSWORD`
 //! (never an option: any user on the machine can read a command line). Behind Sentinel
-//! an acquire waits until a replica acknowledged it (`--replica-ack-timeout`, default
-//! 1 s) and fails with exit 76 when none did; `--no-replica-ack` turns that off.
+//! and on a Cluster an acquire waits until enough of the master's replicas acknowledged
+//! it (`--replica-ack off|one|majority|all`, default one; `--replica-ack-aof`: fsynced,
+//! WAITAOF; `--replica-ack-timeout`, default 1 s) and fails with exit 76 when too few
+//! did or the master has none; `--no-replica-ack` (`--replica-ack off`) turns that off.
 //! Diagnostics go to stderr, prefixed `ferrolock:`; core's log events too when
 //! `RUST_LOG` asks for them (off otherwise). `--app-name NAME` (or `FERROLOCK_APP_NAME`)
 //! names the connections `ferrolock:<client id>:NAME` in `CLIENT LIST`.
@@ -132,8 +135,13 @@ fn main() {
             }
         }
         command => {
-            let settings = target::SentinelSettings::from_env(cli.sentinel_username, !cli.no_replica_ack, cli.replica_ack_timeout)
-                .and_then(|sentinel| Ok((sentinel, target::app_name(cli.app_name)?)));
+            let replica_ack = match (cli.no_replica_ack, cli.replica_ack) {
+                (true, _) => ferrolock::ReplicaAck::Off,
+                (false, policy) => policy.unwrap_or(ferrolock::Config::default().replica_ack),
+            };
+            let settings =
+                target::SentinelSettings::from_env(cli.sentinel_username, replica_ack, cli.replica_ack_aof, cli.replica_ack_timeout)
+                    .and_then(|sentinel| Ok((sentinel, target::app_name(cli.app_name)?)));
             match settings {
                 Ok((sentinel, app_name)) => dispatch(target::resolve(urls, sentinel, app_name), command),
                 Err(message) => {

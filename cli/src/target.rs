@@ -54,30 +54,39 @@ pub fn app_name(flag: Option<String>) -> Result<Option<String>, String> {
     }
 }
 
-/// Settings that apply behind Sentinel only (a `redis+sentinel://` URL); unused otherwise.
+/// Settings that apply behind Sentinel (a `redis+sentinel://` URL) and, the replica
+/// acknowledgement, on a Cluster; unused otherwise.
 #[derive(Clone)]
 pub struct SentinelSettings {
     /// --sentinel-username: the user name for the sentinels themselves.
     pub username: Option<String>,
     /// $FERROLOCK_SENTINEL_PASSWORD: the sentinels' own password.
     pub password: Option<String>,
-    /// --no-replica-ack turns the replica acknowledgement of acquires off.
-    pub replica_ack: bool,
+    /// --replica-ack: how many replicas must acknowledge an acquire (--no-replica-ack: off).
+    pub replica_ack: ferrolock::ReplicaAck,
+    /// --replica-ack-aof: they must have fsynced it to their append-only file (WAITAOF).
+    pub replica_ack_aof: bool,
     /// --replica-ack-timeout: how long that acknowledgement may take.
     pub replica_ack_timeout: Option<Duration>,
 }
 
 impl Default for SentinelSettings {
-    /// The core's defaults: no sentinel credentials, replica acknowledgement on.
+    /// The core's defaults: no sentinel credentials, the default replica acknowledgement.
     fn default() -> Self {
-        SentinelSettings { username: None, password: None, replica_ack: true, replica_ack_timeout: None }
+        let replica_ack = ferrolock::Config::default().replica_ack;
+        SentinelSettings { username: None, password: None, replica_ack, replica_ack_aof: false, replica_ack_timeout: None }
     }
 }
 
 impl SentinelSettings {
     /// The settings from the command line, with the password from the environment
     /// (empty counts as unset). `Err`: the message for a usage error.
-    pub fn from_env(username: Option<String>, replica_ack: bool, replica_ack_timeout: Option<Duration>) -> Result<Self, String> {
+    pub fn from_env(
+        username: Option<String>,
+        replica_ack: ferrolock::ReplicaAck,
+        replica_ack_aof: bool,
+        replica_ack_timeout: Option<Duration>,
+    ) -> Result<Self, String> {
         let password = match std::env::var(SENTINEL_PASSWORD_ENV) {
             Ok(pw) if pw.is_empty() => None,
             Ok(pw) => Some(pw),
@@ -85,7 +94,7 @@ impl SentinelSettings {
             // Never shown: it is a password.
             Err(std::env::VarError::NotUnicode(_)) => return Err(format!("{SENTINEL_PASSWORD_ENV} is not valid UTF-8")),
         };
-        Ok(SentinelSettings { username, password, replica_ack, replica_ack_timeout })
+        Ok(SentinelSettings { username, password, replica_ack, replica_ack_aof, replica_ack_timeout })
     }
 }
 
@@ -180,7 +189,7 @@ pub async fn try_connect(target: &Target, watchdog: Option<Duration>) -> ferrolo
     if let Some(name) = &target.app_name {
         builder = builder.app_name(name.clone());
     }
-    builder = builder.replica_ack(sentinel.replica_ack);
+    builder = builder.replica_ack(sentinel.replica_ack).replica_ack_aof(sentinel.replica_ack_aof);
     if let Some(timeout) = sentinel.replica_ack_timeout {
         builder = builder.replica_ack_timeout(timeout);
     }

@@ -48,9 +48,12 @@ fn sentinel_options_parse_and_a_one_server_url_ignores_them() {
     let touch = format!("touch {}", ran.display());
     // Before the subcommand, after it, and in the `=` form; all apply to Sentinel URLs
     // only, so with one server they change nothing.
-    let runs: [&[&str]; 4] = [
+    let runs: [&[&str]; 7] = [
         &["--sentinel-username", "watcher", "--replica-ack-timeout", "0.25", "run", "opts", "--", "sh", "-c", &touch],
         &["run", "--no-replica-ack", "opts", "--", "sh", "-c", &touch],
+        &["--replica-ack", "majority", "--replica-ack-aof", "run", "opts", "--", "sh", "-c", &touch],
+        &["run", "--replica-ack=all", "opts", "--", "sh", "-c", &touch],
+        &["run", "--replica-ack", "off", "--replica-ack-timeout", "2", "opts", "--", "sh", "-c", &touch],
         &["--replica-ack-timeout=600", "run", "--sentinel-username=w", "opts", "--", "sh", "-c", &touch],
         &["run", "--replica-ack-timeout", "0.001", "-n", "opts", "--", "sh", "-c", &touch],
     ];
@@ -86,6 +89,12 @@ fn bad_sentinel_options_exit_2_with_a_clear_message() {
         (&["--sentinel-username", "", "status", "x"], "--sentinel-username"),
         (&["status", "x", "--sentinel-username"], "--sentinel-username"),
         (&["--no-replica-ack=yes", "status", "x"], "--no-replica-ack"),
+        (&["--replica-ack", "quorum", "status", "x"], "off, one, majority or all"),
+        (&["--replica-ack", "ONE", "status", "x"], "--replica-ack"),
+        (&["status", "x", "--replica-ack"], "--replica-ack"),
+        (&["--replica-ack", "one", "--no-replica-ack", "status", "x"], "--no-replica-ack"),
+        (&["--no-replica-ack", "--replica-ack-aof", "status", "x"], "--replica-ack-aof"),
+        (&["--replica-ack-aof=yes", "status", "x"], "--replica-ack-aof"),
         // The password is never an option; the message says where it goes, without it.
         (&["--sentinel-password", URL_PASSWORD, "status", "x"], "FERROLOCK_SENTINEL_PASSWORD"),
         (&["run", "--sentinel-password=s3cret", "x", "--", "true"], "FERROLOCK_SENTINEL_PASSWORD"),
@@ -116,6 +125,8 @@ fn help_lists_the_url_forms_the_options_and_exit_76() {
         "FERROLOCK_SENTINEL_PASSWORD",
         "command line",
         "--no-replica-ack",
+        "--replica-ack <POLICY>",
+        "--replica-ack-aof",
         "--replica-ack-timeout",
         "\n  76 ",
     ] {
@@ -232,9 +243,14 @@ async fn through_sentinel_the_password_comes_from_the_environment_and_exit_76_wi
         async move { !keys(&mut master).await.iter().any(|k| k == "sentinel-lock") }
     })
     .await;
+    let (out, cmd_ran) = run(&["--replica-ack", "all", "--replica-ack-timeout", "0.2"], Some(SENTINEL_PASSWORD));
+    assert_eq!((out.code, cmd_ran), (76, false), "{out:?}");
+    assert!(out.stderr.contains("replica_ack policy \"all\""), "{out:?}");
     // Without the acknowledgement the same acquire goes through.
-    let (out, cmd_ran) = run(&["--no-replica-ack"], Some(SENTINEL_PASSWORD));
-    assert_eq!((out.code, cmd_ran), (0, true), "{out:?}");
+    for off in [&["--no-replica-ack"][..], &["--replica-ack", "off"]] {
+        let (out, cmd_ran) = run(off, Some(SENTINEL_PASSWORD));
+        assert_eq!((out.code, cmd_ran), (0, true), "{off:?}: {out:?}");
+    }
     assert!(!keys(&mut master).await.iter().any(|k| k == "sentinel-lock"), "the lock stayed after the run");
     set.resume_replica().await;
 }

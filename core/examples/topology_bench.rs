@@ -46,7 +46,8 @@ async fn sentinel() {
     println!("== Sentinel (1 master + 1 replica + 3 sentinels), uncontended, one holder");
     let mut cycles = Vec::new();
     for ack in [false, true] {
-        let client = Client::builder(set.url()).replica_ack(ack).connect().await.unwrap();
+        let policy = if ack { ferrolock::ReplicaAck::One } else { ferrolock::ReplicaAck::Off };
+        let client = Client::builder(set.url()).replica_ack(policy).connect().await.unwrap();
         let (rtt, cycle) = uncontended(&mut raw, &client.lock("bench:sentinel").unwrap()).await;
         println!(
             "replica ack {:<3}: cycle {}  ({:.0} cycles/s), PING p50 {}, cycle / (2 x PING) {:.2}",

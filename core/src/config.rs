@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::ack::ReplicaAck;
 use crate::error::{Error, Result};
 
 /// Settings of one client. Built by [`ClientBuilder`]; read-only afterwards.
@@ -19,10 +20,15 @@ pub struct Config {
     /// Clock drift allowance, as a fraction of the lease: a holder counts its hold as
     /// lost `lease x drift_factor + 2 ms` before Redis would expire it (DESIGN §3).
     pub drift_factor: f64,
-    /// Behind Sentinel, whether an acquire waits for a replica to acknowledge it
-    /// (`WAIT`), like Redisson's `checkLockSyncedSlaves` (default on; it applies
-    /// while the master has replicas).
-    pub replica_ack: bool,
+    /// Behind Sentinel and on a Cluster, how many of the master's replicas must
+    /// acknowledge an acquire (`WAIT`) before it is returned (default
+    /// [`ReplicaAck::One`], Redisson's `checkLockSyncedSlaves`); an acquire that falls
+    /// short is undone and fails with `NotReplicated`. Off them: no effect.
+    pub replica_ack: ReplicaAck,
+    /// With [`Config::replica_ack`]: the replicas must have fsynced the acquire to
+    /// their append-only file (`WAITAOF`, Redis 7.2 or later; an older server refuses
+    /// acquires with a message naming its version). Default false (`WAIT`).
+    pub replica_ack_aof: bool,
     /// How long that `WAIT` may take (default 1 s, Redisson's `slavesSyncTimeout`).
     pub replica_ack_timeout: Duration,
     /// Appended to every connection's name (`ferrolock:<client id>:<app name>`, see
@@ -75,6 +81,17 @@ impl std::str::FromStr for HolderNotes {
     }
 }
 
+impl std::str::FromStr for ReplicaAck {
+    type Err = Error;
+
+    /// Reads a policy by name, for the bindings and the CLI.
+    fn from_str(name: &str) -> Result<ReplicaAck> {
+        ReplicaAck::ALL.into_iter().find(|p| p.as_str() == name).ok_or_else(|| {
+            Error::invalid(format!("unknown replica_ack policy {name:?}; give off, one, majority or all"))
+        })
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -83,7 +100,8 @@ impl Default for Config {
             connect_timeout: Duration::from_secs(2),
             retry_window: Duration::from_secs(5),
             drift_factor: 0.01,
-            replica_ack: true,
+            replica_ack: ReplicaAck::One,
+            replica_ack_aof: false,
             replica_ack_timeout: Duration::from_secs(1),
             app_name: None,
             holder_notes: HolderNotes::Long,
@@ -231,12 +249,21 @@ impl ClientBuilder {
         self
     }
 
-    /// Behind Sentinel, whether an acquire waits (`WAIT`) until a replica has the
-    /// lock; an acquire no replica acknowledged is undone and fails. Default: on when
-    /// the master has replicas. It narrows the window in which a failover loses a
-    /// fresh lock; it cannot close it (replication stays asynchronous).
-    pub fn replica_ack(mut self, on: bool) -> Self {
-        self.config.replica_ack = on;
+    /// Behind Sentinel and on a Cluster, how many replicas must acknowledge an acquire
+    /// (`WAIT`) before it is returned (default [`ReplicaAck::One`]); an acquire that
+    /// falls short is undone and fails with `NotReplicated`, and a master with no
+    /// replica refuses every acquire but under [`ReplicaAck::Off`]. It narrows the
+    /// window in which a failover loses a fresh lock; it cannot close it (replication
+    /// stays asynchronous: docs/design.md, "Topologies").
+    pub fn replica_ack(mut self, policy: ReplicaAck) -> Self {
+        self.config.replica_ack = policy;
+        self
+    }
+
+    /// With [`ClientBuilder::replica_ack`]: count only replicas that fsynced the acquire
+    /// to their append-only file (`WAITAOF`, Redis 7.2 or later). Default false.
+    pub fn replica_ack_aof(mut self, on: bool) -> Self {
+        self.config.replica_ack_aof = on;
         self
     }
 

@@ -72,7 +72,14 @@ impl Ctx {
         });
         let watchdog = ctx.runtime.spawn(watchdog(Arc::downgrade(&ctx)));
         let deadlines = ctx.runtime.spawn(deadline_timer(Arc::downgrade(&ctx), ctx.deadlines.clone()));
-        ctx.tasks.lock().unwrap().extend([watchdog, deadlines]);
+        let checks = ctx.runtime.spawn(failover_checks(Arc::downgrade(&ctx), ctx.transport.failovers()));
+        ctx.tasks.lock().unwrap().extend([watchdog, deadlines, checks]);
+        let holding = Arc::downgrade(&ctx);
+        let busy = move || holding.upgrade().is_some_and(|ctx| ctx.held.count() > 0);
+        if let Some(watcher) = ctx.conn().ok().and_then(|conn| ctx.transport.watcher(conn, busy)) {
+            let watcher = ctx.runtime.spawn(watcher);
+            ctx.tasks.lock().unwrap().push(watcher);
+        }
         ctx
     }
 
@@ -104,6 +111,12 @@ impl Ctx {
             None => latch,
         };
         self.latches.remove_later(latch);
+    }
+
+    /// Whether acquires are acknowledged by replicas (a policy, behind Sentinel or on a
+    /// Cluster: transport/conn/acked.rs).
+    pub fn acknowledged(&self) -> bool {
+        self.config.replica_ack != crate::ack::ReplicaAck::Off && self.transport.has_replicas()
     }
 
     pub fn is_shut_down(&self) -> bool {
@@ -293,6 +306,23 @@ async fn watchdog(ctx: Weak<Ctx>) {
                 tracing::warn!(failed = report.failed, "watchdog could not renew some locks before their deadline");
             }
         });
+    }
+}
+
+/// Checks every hold at once when the client notices a failover (transport/failover.rs),
+/// instead of at each one's next renewal: a hold whose field the new master lacks is
+/// reported lost then, and the time from the notice to the end of that round is
+/// recorded for each (an upper bound of each report's delay).
+async fn failover_checks(ctx: Weak<Ctx>, mut notices: watch::Receiver<crate::transport::Notice>) {
+    while notices.changed().await.is_ok() {
+        let noticed = notices.borrow_and_update().at;
+        let Some(ctx) = ctx.upgrade() else { return };
+        let report = ctx.renew(None).await;
+        let after = noticed.elapsed();
+        for _ in 0..report.lost {
+            ctx.transport.metrics.lost_after_failover(after);
+        }
+        tracing::info!(renewed = report.renewed, lost = report.lost, failed = report.failed, ?after, "holds checked after a failover");
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::ack::ReplicaShortfall;
+
 /// What went wrong, independent of the message. Bindings switch on this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -23,9 +25,10 @@ pub enum ErrorKind {
     /// An ACL refused a command, key or channel (`NOPERM`). The message names what
     /// was refused and the ACL rule that would allow it.
     PermissionDenied,
-    /// Behind Sentinel with the replica acknowledgement on: no replica confirmed an
-    /// acquire within its timeout, so the acquire was undone (a failover could have
-    /// lost it). Retrying is safe.
+    /// Behind Sentinel or on a Cluster: fewer replicas acknowledged an acquire within
+    /// `replica_ack_timeout` than the `replica_ack` policy needs (or the master has
+    /// none), so the acquire was undone (a failover could have lost it). Retrying is
+    /// safe. [`Error::replica_shortfall`] gives the numbers.
     NotReplicated,
     /// The caller cancelled a wait.
     Cancelled,
@@ -61,6 +64,8 @@ impl ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    /// NotReplicated: the numbers (boxed: every `Result` of the crate carries an `Error`).
+    shortfall: Option<Box<ReplicaShortfall>>,
 }
 
 /// Result alias used across the crate.
@@ -69,7 +74,52 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// Builds an error of the given kind (bindings use this for their own input checks).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into() }
+        Error { kind, message: message.into(), shortfall: None }
+    }
+
+    /// A NotReplicated error with its numbers.
+    pub(crate) fn not_replicated(message: impl Into<String>, shortfall: ReplicaShortfall) -> Self {
+        Error { kind: ErrorKind::NotReplicated, message: message.into(), shortfall: Some(Box::new(shortfall)) }
+    }
+
+    /// An acquire (`context` names it) that the replica-ack policy did not confirm:
+    /// `sent` it ran and was undone, else it was not sent (too few replicas).
+    pub(crate) fn unreplicated(context: &str, shortfall: ReplicaShortfall, sent: bool, within: std::time::Duration) -> Self {
+        let what = if sent {
+            format!("{shortfall} within {within:?}, so it was released again (a failover could have lost it)")
+        } else if shortfall.replicas == 0 {
+            format!(
+                "the master has no replica, so the replica_ack policy \"{}\" cannot be met; nothing was taken",
+                shortfall.policy
+            )
+        } else {
+            format!(
+                "too few of the master's {} replica(s) are connected for the replica_ack policy \"{}\" (it needs {}); \
+                 nothing was taken",
+                shortfall.replicas, shortfall.policy, shortfall.needed
+            )
+        };
+        Self::not_replicated(
+            format!(
+                "{context}: {what}. Retrying is safe; the replica_ack option (replicaAck in Node, --replica-ack in \
+                 the CLI) sets the policy"
+            ),
+            shortfall,
+        )
+    }
+
+    /// An acquire refused because `replica_ack_aof` needs WAITAOF and the master lacks it.
+    pub(crate) fn no_waitaof(context: &str, version: &str, address: &str) -> Self {
+        Self::invalid(format!(
+            "{context}: replica_ack_aof needs WAITAOF, which the master at {address} (Redis {version}) lacks: it came \
+             in Redis 7.2; turn replica_ack_aof off or upgrade the servers. Nothing was taken"
+        ))
+    }
+
+    /// For [`ErrorKind::NotReplicated`]: how many replicas acknowledged the acquire,
+    /// out of how many, against what the policy needed.
+    pub fn replica_shortfall(&self) -> Option<&ReplicaShortfall> {
+        self.shortfall.as_deref()
     }
 
     /// The kind of failure.
@@ -111,6 +161,11 @@ impl Error {
             RK::AuthenticationFailed => ErrorKind::Connection,
             RK::Io => ErrorKind::Connection,
             RK::Server(SK::BusyLoading | SK::TryAgain | SK::ClusterDown | SK::MasterDown | SK::ReadOnly) => {
+                ErrorKind::Connection
+            }
+            // Sentinel has no master of that name (yet), or the cluster no node for a
+            // slot: what a failover looks like for a moment, to be retried.
+            RK::MasterNameNotFoundBySentinel | RK::NoValidReplicasFoundBySentinel | RK::ClusterConnectionNotFound => {
                 ErrorKind::Connection
             }
             RK::InvalidClientConfig => ErrorKind::InvalidArgument,

@@ -19,7 +19,7 @@
 //!
 //! Layers, each importing only those below it:
 //!
-//! 1. leaves: [`error`](Error), `validate`, `names` (every Redisson key and channel
+//! 1. leaves: `ack` (the replica-acknowledgement policy), [`error`](Error), `validate`, `names` (every Redisson key and channel
 //!    name), `config`, `runtime`, `metrics` (the counters behind [`Client::metrics`]),
 //!    `until` (a wait on a `Notify` until a condition holds);
 //! 2. `transport` (the command connection, the subscriber, the publish command and
@@ -41,6 +41,7 @@
 //! -> `hold/state.rs` -> `lock/reentrant.rs` with `scripts/lock/*.lua` ->
 //! `scripts/mod.rs` and `transport/`.
 
+mod ack;
 pub mod blocking;
 mod client;
 mod config;
@@ -64,6 +65,7 @@ mod until;
 pub mod validate;
 mod waiting;
 
+pub use ack::{ReplicaAck, ReplicaShortfall};
 pub use client::Client;
 pub use config::{ClientBuilder, Config, HolderNotes};
 pub use error::{Error, ErrorKind, Result};

@@ -92,6 +92,8 @@ pub(crate) struct Recorder {
     renewal_failures: AtomicU64,
     losses: AtomicU64,
     reconnects: AtomicU64,
+    failovers: AtomicU64,
+    failover_loss: Buckets,
 }
 
 #[derive(Default)]
@@ -144,6 +146,16 @@ impl Recorder {
         self.reconnects.fetch_add(1, Relaxed);
     }
 
+    /// The client noticed a failover (transport/failover.rs).
+    pub fn failover_noticed(&self) {
+        self.failovers.fetch_add(1, Relaxed);
+    }
+
+    /// A hold was reported lost `after` the failover that took it was noticed.
+    pub fn lost_after_failover(&self, after: Duration) {
+        self.failover_loss.observe(after);
+    }
+
     pub fn snapshot(&self, client_id: &str, holds_now: u64, waiters_now: u64) -> Metrics {
         let outcome = |o: Outcome| self.outcomes[o as usize].load(Relaxed);
         Metrics {
@@ -160,6 +172,8 @@ impl Recorder {
             renewal_failures: self.renewal_failures.load(Relaxed),
             losses: self.losses.load(Relaxed),
             reconnects: self.reconnects.load(Relaxed),
+            failovers_noticed: self.failovers.load(Relaxed),
+            failover_loss_report: self.failover_loss.snapshot(),
         }
     }
 }
@@ -208,6 +222,12 @@ pub struct Metrics {
     pub losses: u64,
     /// Connections made again after one broke or stalled (commands and messages).
     pub reconnects: u64,
+    /// Failovers this client noticed (Sentinel's `+switch-master`, a reconnect that
+    /// landed on another or a restarted master, a cluster slot that changed masters);
+    /// each makes it check every hold at once.
+    pub failovers_noticed: u64,
+    /// Time from noticing a failover to reporting a hold it lost, per hold lost.
+    pub failover_loss_report: Histogram,
 }
 
 impl Metrics {
@@ -229,6 +249,13 @@ impl Metrics {
         }
         histogram(&mut out, &label, "ferrolock_acquire_wait_seconds", "Time from an acquire call to its outcome.", &self.wait);
         histogram(&mut out, &label, "ferrolock_hold_seconds", "Time from an acquisition to its release or loss.", &self.hold);
+        histogram(
+            &mut out,
+            &label,
+            "ferrolock_failover_loss_report_seconds",
+            "Time from noticing a failover to reporting a hold it lost.",
+            &self.failover_loss_report,
+        );
         for (name, kind, help, value) in [
             ("ferrolock_holds", "gauge", "Locks held now.", self.holds_now),
             ("ferrolock_waiters", "gauge", "Acquire calls waiting for a release now.", self.waiters_now),
@@ -236,6 +263,7 @@ impl Metrics {
             ("ferrolock_renewal_failures_total", "counter", "Renewal calls that failed.", self.renewal_failures),
             ("ferrolock_losses_total", "counter", "Holds lost.", self.losses),
             ("ferrolock_reconnects_total", "counter", "Connections made again after a failure.", self.reconnects),
+            ("ferrolock_failovers_noticed_total", "counter", "Failovers noticed (each checks every hold at once).", self.failovers_noticed),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{{{label}}} {value}");
         }
@@ -275,5 +303,10 @@ mod tests {
         assert!(text.contains("ferrolock_acquire_wait_seconds_bucket{client=\"c1\",le=\"2.5\"} 2\n"), "{text}");
         assert!(text.contains("ferrolock_acquire_wait_seconds_bucket{client=\"c1\",le=\"+Inf\"} 3\n"), "{text}");
         assert!(text.contains("ferrolock_holds{client=\"c1\"} 1\n"), "{text}");
+        r.failover_noticed();
+        r.lost_after_failover(Duration::from_millis(30));
+        let text = r.snapshot("c1", 0, 0).to_prometheus();
+        assert!(text.contains("ferrolock_failovers_noticed_total{client=\"c1\"} 1\n"), "{text}");
+        assert!(text.contains("ferrolock_failover_loss_report_seconds_bucket{client=\"c1\",le=\"0.05\"} 1\n"), "{text}");
     }
 }

@@ -20,6 +20,7 @@ const CHANNEL: &str = "redisson_lock__channel";
 const TOKEN: &str = "redisson_lock_token";
 const LATCH: &str = "redisson_unlock_latch";
 const INFO: &str = "ferrolock_holder_info";
+const GRANT: &str = "ferrolock_grant";
 const QUEUE: &str = "redisson_lock_queue";
 const QUEUE_TIMEOUTS: &str = "redisson_lock_timeout";
 const RW_CHANNEL: &str = "redisson_rwlock";
@@ -88,6 +89,13 @@ impl LockNames {
     /// scripts/lock/holder_info.lua), ours only; in the slot of the latches.
     pub fn holder_info(&self, owner: &str) -> Vec<u8> {
         joined(&prefixed(INFO, &self.name), owner)
+    }
+
+    /// `ferrolock_grant:{n}:<request-id>`: what one acquire took, behind Sentinel or on a
+    /// Cluster (the scripts write it with the lease; a read-back after a lost reply
+    /// looks for it). Ours only, in the slot of the latches.
+    pub fn grant(&self, request: RequestId<'_>) -> Vec<u8> {
+        request.key(&prefixed(GRANT, &self.name))
     }
 
     /// `redisson_unlock_latch:{n}:<request-id>`: the reply latch of one release request.
@@ -226,9 +234,10 @@ pub(crate) fn suffixed(name: &[u8], suffix: &str) -> Vec<u8> {
 /// helper key (notes, reply latches, timeouts, leases of read holds and permits).
 pub(crate) fn helper_key_of(key: &[u8]) -> Option<Option<Vec<u8>>> {
     const STANDS_FOR_ITS_OBJECT: [&str; 2] = ["redisson_lock_token", "redisson_lock_queue"];
-    const OTHERS: [&str; 7] = [
+    const OTHERS: [&str; 8] = [
         "redisson_unlock_latch",
         "ferrolock_holder_info",
+        "ferrolock_grant",
         "ferrolock_reply",
         "redisson_lock_timeout",
         "redisson_lock__channel",
@@ -336,7 +345,10 @@ mod tests {
         let n = LockNames::new(b"jobs:1");
         assert_eq!(helper_key_of(&n.token()), Some(Some(b"jobs:1".to_vec())));
         assert_eq!(helper_key_of(&LockNames::new(b"{t}x").queue()), Some(Some(b"{t}x".to_vec())));
-        for other in [n.holder_info("c:1"), n.read_timeouts("c:1"), suffixed(b"jobs:1", "timeout"), n.queue_timeouts()] {
+        let grant = n.grant(RequestId { client: "c", n: 3 });
+        assert_eq!(grant, b"ferrolock_grant:{jobs:1}:c:3");
+        assert_eq!(slot(&grant), slot(b"jobs:1"));
+        for other in [n.holder_info("c:1"), n.read_timeouts("c:1"), suffixed(b"jobs:1", "timeout"), n.queue_timeouts(), grant] {
             assert_eq!(helper_key_of(&other), Some(None), "{}", String::from_utf8_lossy(&other));
         }
         assert_eq!(helper_key_of(b"jobs:1"), None);

@@ -233,7 +233,13 @@ async fn failover_of_the_slot_owner_keeps_holds_honest_and_lets_waiters_in() {
         let owner = cluster.owner_of(name.as_bytes()).await;
         let new_owner = if pause {
             cluster.pause(owner).await;
-            cluster.wait_for_promotion(owner, Duration::from_secs(60)).await
+            let promoted = cluster.wait_for_promotion(owner, Duration::from_secs(60)).await;
+            // The promoted replica has no replica of its own until the old owner comes
+            // back as one: until then the default replica-ack policy refuses every
+            // acquire of its slots (NotReplicated; the waiter retries).
+            cluster.resume(owner);
+            cluster.wait_stable().await;
+            promoted
         } else {
             cluster.failover(owner).await
         };
@@ -262,10 +268,6 @@ async fn failover_of_the_slot_owner_keeps_holds_honest_and_lets_waiters_in() {
             if lost { "reported lost" } else { "renewed" }, released_at.elapsed(), promoted.elapsed());
         let _: () = node.ping().await.unwrap();
         drop(hold);
-        if pause {
-            cluster.resume(owner);
-            cluster.wait_stable().await;
-        }
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferrolock::{AcquireOptions, ErrorKind};
+use ferrolock::{AcquireOptions, ErrorKind, ReplicaAck};
 use redis::AsyncCommands;
 
 fn sentinel_client(set: &SentinelSet, watchdog_ms: u64) -> ferrolock::ClientBuilder {
@@ -105,7 +105,7 @@ async fn a_failover_keeps_holds_honest_and_lets_waiters_in() {
 async fn an_unacknowledged_acquire_fails_and_leaves_nothing_locked() {
     let set = SentinelSet::start().await;
     let checked = sentinel_client(&set, 5_000).replica_ack_timeout(Duration::from_millis(1500)).connect().await.unwrap();
-    let unchecked = sentinel_client(&set, 5_000).replica_ack(false).connect().await.unwrap();
+    let unchecked = sentinel_client(&set, 5_000).replica_ack(ReplicaAck::Off).connect().await.unwrap();
     checked.lock("s:warm").unwrap().acquire().await.unwrap().release().await.unwrap();
     set.pause_replica().await;
     let err = checked.lock("s:ack").unwrap().acquire().await.unwrap_err();
@@ -137,8 +137,8 @@ async fn an_unacknowledged_acquire_fails_and_leaves_nothing_locked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_check_a_failover_can_lose_a_lock_and_the_holder_is_told() {
     let mut set = SentinelSet::start().await;
-    let first = sentinel_client(&set, 3_000).replica_ack(false).connect().await.unwrap();
-    let second = sentinel_client(&set, 3_000).replica_ack(false).connect().await.unwrap();
+    let first = sentinel_client(&set, 3_000).replica_ack(ReplicaAck::Off).connect().await.unwrap();
+    let second = sentinel_client(&set, 3_000).replica_ack(ReplicaAck::Off).connect().await.unwrap();
     first.lock("s:warm").unwrap().acquire().await.unwrap().release().await.unwrap();
     set.pause_replica().await;
     // A stopped process's kernel still takes in what the master sends: cut the

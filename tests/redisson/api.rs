@@ -160,8 +160,8 @@ pub async fn expirable_permits(version: &'static str) {
 }
 
 /// Redisson's lock waits for its replicas (checkLockSyncedSlaves) by default; ferrolock's
-/// replica acknowledgement, on by default, applies behind Sentinel only (its tests:
-/// core/tests/sentinel*.rs).
+/// replica acknowledgement (`one` by default) applies behind Sentinel and on a Cluster
+/// (its tests: core/tests/replica_ack.rs, core/tests/failover.rs).
 // row: redisson/check-lock-synced-slaves
 pub async fn synced_slaves_default(version: &'static str) {
     let mut s = Scene::start(version).await;

@@ -32,6 +32,7 @@ _CONNECT_OPTIONS = (
     "sentinel_username",
     "sentinel_password",
     "replica_ack",
+    "replica_ack_aof",
     "replica_ack_timeout",
     "app_name",
     "holder_notes",
@@ -54,8 +55,15 @@ def _connect_options(arguments: dict[str, Any]) -> dict[str, Any]:
     for name in ("response_timeout", "connect_timeout", "retry_window", "replica_ack_timeout"):
         check_seconds(options[name], name)
     check_number(options["drift_factor"], "drift_factor")
-    if not isinstance(options["replica_ack"], bool):
-        raise TypeError(f"replica_ack must be a bool, not {type(options['replica_ack']).__name__}")
+    ack = options["replica_ack"]
+    if isinstance(ack, bool):
+        options["replica_ack"] = "one" if ack else "off"
+    elif not isinstance(ack, str):
+        raise TypeError(
+            f'replica_ack must be "off", "one", "majority", "all" or a bool, not {type(ack).__name__}'
+        )
+    if not isinstance(options["replica_ack_aof"], bool):
+        raise TypeError(f"replica_ack_aof must be a bool, not {type(options['replica_ack_aof']).__name__}")
     for name in ("sentinel_username", "sentinel_password", "app_name"):
         if options[name] is not None and not isinstance(options[name], str):
             raise TypeError(f"{name} must be a str or None, not {type(options[name]).__name__}")
@@ -137,7 +145,8 @@ class _ClientBase:
     def metrics(self) -> Metrics:
         """A snapshot of this client's metrics (:class:`ferrolock.Metrics`):
         acquires by outcome, wait-time and hold-time histograms, holds and waiters
-        now, renewals and their failures, losses, reconnects."""
+        now, renewals and their failures, losses, reconnects, failovers noticed and
+        how long after each a lost hold was reported."""
         return Metrics._from_native(self._native.metrics())
 
     def metrics_text(self) -> str:
@@ -174,14 +183,19 @@ class Client(_ClientBase, _Scoped):
     counts its hold as lost ``lease * drift_factor + 2 ms`` before Redis would
     expire it; out of range raises :class:`InvalidArgumentError`.
 
-    Behind Sentinel, ``replica_ack`` (default True; it applies while the master
-    has replicas) makes every acquire wait (``WAIT``) up to
-    ``replica_ack_timeout`` seconds (1 ms to 600 s, default 1.0) until a replica
-    has the lock; an acquire that no replica acknowledged in time is undone and
-    raises :class:`NotReplicatedError` (retrying is safe). This narrows the window
-    in which a failover loses a lock just taken; replication stays asynchronous,
-    so it cannot close it. ``replica_ack=False`` skips the wait. Both are ignored
-    outside Sentinel. ``app_name`` (1 to 64 of ``[A-Za-z0-9._-]``) names every
+    Behind Sentinel and on a Cluster, ``replica_ack`` says how many of the master's
+    replicas must acknowledge every acquire (``WAIT``, up to ``replica_ack_timeout``
+    seconds: 1 ms to 600 s, default 1.0) before it is returned: ``"one"`` (the
+    default, also ``True``), ``"majority"`` (floor(n/2)+1 of the n replicas the
+    master should have), ``"all"``, or ``"off"`` (also ``False``: no wait). An
+    acquire that falls short is undone and raises :class:`NotReplicatedError`
+    (retrying is safe), and so does every acquire while the master has no replica
+    (but under ``"off"``). ``replica_ack_aof=True`` counts only replicas that
+    fsynced it to their append-only file (``WAITAOF``, Redis 7.2 or later; an older
+    server raises :class:`InvalidArgumentError` naming its version). This narrows
+    the window in which a failover loses a lock just taken; replication stays
+    asynchronous, so it cannot close it. All are ignored on one server.
+    ``app_name`` (1 to 64 of ``[A-Za-z0-9._-]``) names every
     connection ``ferrolock:<client id>:<app name>`` (without it
     ``ferrolock:<client id>``), as ``CLIENT LIST`` shows, and the holders' notes.
 
@@ -197,7 +211,8 @@ class Client(_ClientBase, _Scoped):
     lock and who holds it, and again each time its wait doubles.
 
     Bad types raise :class:`TypeError`, bad values :class:`InvalidArgumentError`
-    (an unknown ``holder_notes`` mode, a negative duration), naming the argument;
+    (an unknown ``holder_notes`` mode or ``replica_ack`` policy, a negative
+    duration), naming the argument;
     passwords never appear in messages, logs or ``repr``.
 
     Use it as a context manager, or call :meth:`close` when done: the client
@@ -222,12 +237,13 @@ class Client(_ClientBase, _Scoped):
         drift_factor: float = 0.01,
         sentinel_username: str | None = None,
         sentinel_password: str | None = None,
-        replica_ack: bool = True,
+        replica_ack: bool | str = "one",
         replica_ack_timeout: float = 1.0,
         app_name: str | None = None,
         holder_notes: str = "long",
         holder_note_after: float = 1.0,
         slow_wait_log: float | None = 10.0,
+        replica_ack_aof: bool = False,
     ) -> None:
         super().__init__(_native.Client.connect(**_connect_options(locals())))
 

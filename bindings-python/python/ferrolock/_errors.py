@@ -90,9 +90,11 @@ class PermissionDeniedError(LockError, PermissionError):
 
 
 class NotReplicatedError(LockError):
-    """Behind Sentinel with ``replica_ack`` on (the default): no replica acknowledged
-    an acquire within ``replica_ack_timeout``, so the acquire was undone (a failover
-    then could have lost the lock) and the lock was not taken. Retrying is safe."""
+    """Behind Sentinel or on a Cluster: fewer of the master's replicas acknowledged
+    an acquire within ``replica_ack_timeout`` than the ``replica_ack`` policy needs
+    (the message names how many of how many), or the master has none, so the
+    acquire was undone (a failover then could have lost the lock) and the lock was
+    not taken. Retrying is safe."""
 
     code = "ERR_NOT_REPLICATED"
 

@@ -40,12 +40,13 @@ class Client:
         drift_factor: float | None = None,
         sentinel_username: str | None = None,
         sentinel_password: str | None = None,
-        replica_ack: bool | None = None,
+        replica_ack: str | None = None,
         replica_ack_timeout: float | None = None,
         app_name: str | None = None,
         holder_notes: str | None = None,
         holder_note_after: float | None = None,
         slow_wait_log: float | None = None,
+        replica_ack_aof: bool | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -57,12 +58,13 @@ class Client:
         drift_factor: float | None = None,
         sentinel_username: str | None = None,
         sentinel_password: str | None = None,
-        replica_ack: bool | None = None,
+        replica_ack: str | None = None,
         replica_ack_timeout: float | None = None,
         app_name: str | None = None,
         holder_notes: str | None = None,
         holder_note_after: float | None = None,
         slow_wait_log: float | None = None,
+        replica_ack_aof: bool | None = None,
     ) -> asyncio.Future[Client]: ...
     @property
     def id(self) -> str: ...

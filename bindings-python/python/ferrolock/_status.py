@@ -223,10 +223,17 @@ class Metrics:
     """Holds lost."""
     reconnects: int
     """Connections made again after one broke or stalled (commands and messages)."""
+    failovers_noticed: int
+    """Failovers this client noticed (Sentinel's ``+switch-master``, a reconnect onto
+    another or a restarted master, a cluster slot that changed masters); each makes
+    it check every hold at once."""
+    failover_loss_report: Histogram
+    """Seconds from noticing a failover to reporting a hold it lost, per hold lost."""
 
     @classmethod
     def _from_native(cls, raw: dict[str, Any]) -> Metrics:
         fields = dict(raw)
         fields["wait"] = Histogram._from_native(raw["wait"])
         fields["hold"] = Histogram._from_native(raw["hold"])
+        fields["failover_loss_report"] = Histogram._from_native(raw["failover_loss_report"])
         return cls(**fields)

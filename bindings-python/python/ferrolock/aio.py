@@ -112,18 +112,20 @@ class Client(_ClientBase, _AsyncScoped):
         drift_factor: float = 0.01,
         sentinel_username: str | None = None,
         sentinel_password: str | None = None,
-        replica_ack: bool = True,
+        replica_ack: bool | str = "one",
         replica_ack_timeout: float = 1.0,
         app_name: str | None = None,
         holder_notes: str = "long",
         holder_note_after: float = 1.0,
         slow_wait_log: float | None = 10.0,
+        replica_ack_aof: bool = False,
     ) -> Client:
         """Connects and checks that the server answers. See :class:`ferrolock.Client`
         for the URL forms (``redis://``, ``redis+sentinel://``, ``redis+cluster://``)
         and the settings: ``drift_factor`` out of 0 to 0.5 or ``replica_ack_timeout``
         out of 1 ms to 600 s raises :class:`InvalidArgumentError`; behind Sentinel
-        with ``replica_ack`` on, an acquire no replica acknowledged in time raises
+        or on a Cluster, an acquire too few replicas acknowledged in time for the
+        ``replica_ack`` policy (``replica_ack_aof``: fsynced) raises
         :class:`NotReplicatedError`. ``holder_notes``, ``holder_note_after`` and
         ``slow_wait_log`` as there (a holder's note names the asyncio task that
         acquired)."""

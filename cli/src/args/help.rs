@@ -59,10 +59,13 @@ gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
 If the lock cannot be released when CMD ends (Redis down or refusing, after a few
 seconds of retries), ferrolock says so on stderr with how long the lock may stay
 held (until its lease ends) and CMD's exit status, and exits 74.
-Behind Sentinel (a redis+sentinel:// URL), an acquire also waits until a replica
-has the lock (--replica-ack-timeout, 1 s by default): when none acknowledged it,
-the acquire is undone, CMD does not run and ferrolock exits 76 (retrying is safe);
---no-replica-ack turns this off.
+Behind Sentinel (a redis+sentinel:// URL) and on a Cluster, an acquire also waits
+until enough of the master's replicas have the lock (--replica-ack one, the
+default; majority: floor(n/2)+1 of the n replicas the master should have; all;
+--replica-ack-aof: fsynced to their AOF, WAITAOF, Redis 7.2 or later), for at most
+--replica-ack-timeout (1 s by default): when too few acknowledged it, or the master
+has no replica, the acquire is undone, CMD does not run and ferrolock exits 76
+(retrying is safe); --no-replica-ack (--replica-ack off) turns this off.
 
 With several URLs (--url repeated, or comma-separated in $REDIS_URL), the lock is a
 Redlock over those independent masters, one client each: it is held once a

@@ -32,13 +32,26 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub(crate) sentinel_username: Option<String>,
 
-    /// Sentinel only: do not wait for a replica to acknowledge the acquire [default: wait,
-    /// and exit 76 when no replica acknowledged it within --replica-ack-timeout]
-    #[arg(long, global = true)]
+    /// Sentinel and Cluster: how many of the master's replicas must acknowledge an
+    /// acquire: off, one, majority (floor(n/2)+1 of the n replicas the master should
+    /// have) or all; exit 76 when fewer did within --replica-ack-timeout, or when the
+    /// master has none [default: one]
+    #[arg(long, global = true, value_name = "POLICY", value_parser = parse_replica_ack)]
+    pub(crate) replica_ack: Option<ferrolock::ReplicaAck>,
+
+    /// Sentinel and Cluster: do not wait for replicas to acknowledge the acquire (the
+    /// same as --replica-ack off)
+    #[arg(long, global = true, conflicts_with = "replica_ack")]
     pub(crate) no_replica_ack: bool,
 
-    /// Sentinel only: how long an acquire waits for a replica to acknowledge it, in
-    /// seconds (0.001 to 600) [default: 1]
+    /// Sentinel and Cluster: count only replicas that fsynced the acquire to their
+    /// append-only file (WAITAOF, Redis 7.2 or later; an older server fails the acquire
+    /// with a message naming its version)
+    #[arg(long, global = true, conflicts_with = "no_replica_ack")]
+    pub(crate) replica_ack_aof: bool,
+
+    /// Sentinel and Cluster: how long an acquire waits for its replicas to acknowledge
+    /// it, in seconds (0.001 to 600) [default: 1]
     #[arg(long, global = true, value_name = "SECS", value_parser = parse_replica_ack_timeout,
           allow_negative_numbers = true, conflicts_with = "no_replica_ack")]
     pub(crate) replica_ack_timeout: Option<Duration>,
@@ -372,6 +385,10 @@ pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
         lease if lease < ferrolock::validate::MIN_LEASE => Err("a lease must be at least 0.001 s".to_string()),
         lease => Ok(lease),
     }
+}
+
+pub(crate) fn parse_replica_ack(text: &str) -> Result<ferrolock::ReplicaAck, String> {
+    text.parse().map_err(|_| "give off, one, majority or all".to_string())
 }
 
 pub(crate) fn parse_replica_ack_timeout(text: &str) -> Result<Duration, String> {

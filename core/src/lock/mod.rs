@@ -7,7 +7,9 @@
 //! `LockAcquire` (acquirer.rs); or a multi-lock over several such handles (multi/: MultiLock
 //! and Redlock).
 
+mod acked;
 mod acquirer;
+mod granted;
 mod guard;
 mod handoff;
 pub(crate) mod holder;

@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use super::handoff::Directed;
 use super::holder::{Holder, Level, PendingHold};
 use super::release::release_revived;
-use super::{note, reentrant, wire};
+use super::{acked, note, reentrant, wire};
 use crate::error::Result;
 use crate::hold::pending::{detached, Undo};
 use crate::hold::Released;
@@ -23,6 +23,9 @@ impl Holder {
     /// One acquire attempt.
     pub async fn attempt(self: &Arc<Self>, lease_ms: Option<u64>) -> Result<Attempt<PendingHold>> {
         let this = self.clone();
+        if self.ctx.acknowledged() {
+            return detached(&self.ctx, &self.op, move |guard| acked::acquire_once(this, lease_ms, guard)).await;
+        }
         detached(&self.ctx, &self.op, move |guard| reentrant::acquire_once(this, lease_ms, guard)).await
     }
 

@@ -16,19 +16,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::granted::{decode_acquire, twice_failed, unanswered_acquire, AcquireReply};
 use super::handoff::{Directed, Handoff, STREAK};
 use super::holder::{Holder, Level, PendingHold};
 use super::release::{release_script, Levels, ReleaseReply};
-use super::unanswered::{self, Unanswered};
+use super::unanswered;
 use super::wire;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
 use crate::hold::state::Acquired;
 use crate::hold::Released;
-use crate::transport::Conn;
 use crate::waiting::Attempt;
 
-/// One acquire attempt (under the holder's operation lock, `guard`).
+/// One acquire attempt (under the holder's operation lock, `guard`), off Sentinel and
+/// Cluster or with the replica acknowledgement off (acked.rs's otherwise).
 pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: OpGuard) -> Result<Attempt<PendingHold>> {
     if h.ctx.is_shut_down() {
         return Err(Error::shut_down());
@@ -36,31 +37,10 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
     let mut conn = h.ctx.conn()?;
     let lease = lease_ms.unwrap_or_else(|| h.ctx.config.watchdog_ms());
     let before = h.cell.state.lock().unwrap().count;
-    let replicas = replicas_to_ack(&h, &conn).await;
-    let call = wire::acquire(&h, lease);
+    let call = wire::acquire(&h, lease, None);
     for _ in 0..2 {
         let sent_at = Instant::now();
-        let reply = match replicas {
-            None => call.invoke::<AcquireReply>(&mut conn).await,
-            Some(replicas) => match acquire_acked(&h, &conn, &call, replicas).await {
-                Ok((reply, 0)) if reply.is_acquired() => {
-                    // Taken, but no replica has it: a failover now would lose it. Undo it
-                    // (holding the operation lock until done) and say why.
-                    let runtime = h.ctx.runtime.clone();
-                    let message = format!(
-                        "{}: no replica acknowledged the lock within {:?} (of {replicas} connected), \
-                         so it was released again; a failover could have lost it. Retrying is safe; \
-                         the replica-ack option (replica_ack; replicaAck in Node) turns this check off",
-                        h.context("acquiring"),
-                        h.ctx.config.replica_ack_timeout
-                    );
-                    runtime.spawn(unanswered::settle(h, guard, unanswered_acquire(sent_at, lease)));
-                    return Err(Error::new(ErrorKind::NotReplicated, message));
-                }
-                other => other.map(|(reply, _)| reply),
-            },
-        };
-        match reply {
+        match call.invoke::<AcquireReply>(&mut conn).await {
             Ok(reply) => return decode_acquire(&h, reply, lease_ms, sent_at),
             // Refused: nothing was sent, so nothing to read back (a Redlock member that is down).
             Err(e) if e.is_connection_refusal() => return Err(Error::from_redis(&e, &h.context("acquiring"))),
@@ -87,112 +67,12 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             Err(e) => return Err(Error::from_redis(&e, &h.context("acquiring"))),
         }
     }
-    Err(Error::new(
-        ErrorKind::Connection,
-        format!("{}: the connection failed twice; check that Redis is reachable", h.context("acquiring")),
-    ))
-}
-
-/// The replicas an acquire waits for: behind Sentinel with the check on, all the
-/// master's connected replicas (`None` when it has none, or off Sentinel).
-async fn replicas_to_ack(h: &Holder, conn: &Conn) -> Option<u32> {
-    if !h.ctx.config.replica_ack || !h.ctx.transport.is_sentinel() {
-        return None;
-    }
-    conn.replicas().await.ok().filter(|n| *n > 0)
-}
-
-/// The acquire script and `WAIT <replicas> <timeout>` in one pipeline: WAIT counts
-/// only the writes of its own connection. Answers the script's reply and the number
-/// of replicas that acknowledged.
-async fn acquire_acked(h: &Holder, conn: &Conn, call: &wire::Call, replicas: u32) -> redis::RedisResult<(AcquireReply, i64)> {
-    let ack_timeout = h.ctx.config.replica_ack_timeout;
-    let mut conn = conn.with_timeout(h.ctx.config.response_timeout + ack_timeout);
-    let mut pipe = redis::pipe();
-    call.evalsha(&mut pipe);
-    pipe.cmd("WAIT").arg(replicas).arg(ack_timeout.as_millis() as u64);
-    match pipe.query_async(&mut conn).await {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            call.script().load_async(&mut conn).await?;
-            pipe.query_async(&mut conn).await
-        }
-        other => other,
-    }
-}
-
-/// What an acquire script answered: a bare hold count (acquired, no token: the
-/// cheapest reply for the server), `{1, count, token}` (a fair take that left
-/// waiters: `{1, 1, 0, head}`, see [`shift_queue`]) or `{0, pttl}`.
-#[derive(Debug)]
-pub(crate) enum AcquireReply {
-    Acquired { count: i64, token: i64, head: Option<Vec<u8>> },
-    Busy { pttl: i64 },
-}
-
-impl AcquireReply {
-    fn is_acquired(&self) -> bool {
-        matches!(self, AcquireReply::Acquired { .. })
-    }
-}
-
-impl redis::FromRedisValue for AcquireReply {
-    fn from_redis_value(value: redis::Value) -> std::result::Result<Self, redis::ParsingError> {
-        use redis::Value::{Array, Int};
-        match &value {
-            Int(count) if *count > 0 => return Ok(AcquireReply::Acquired { count: *count, token: 0, head: None }),
-            Array(parts) => match parts.as_slice() {
-                [Int(1), Int(count), Int(token)] => return Ok(AcquireReply::Acquired { count: *count, token: *token, head: None }),
-                [Int(1), Int(count), Int(token), redis::Value::BulkString(head)] => {
-                    return Ok(AcquireReply::Acquired { count: *count, token: *token, head: Some(head.clone()) })
-                }
-                [Int(0), Int(pttl)] => return Ok(AcquireReply::Busy { pttl: *pttl }),
-                _ => {}
-            },
-            _ => {}
-        }
-        Err(format!("unexpected acquire reply {value:?}").into())
-    }
-}
-
-fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
-    match reply {
-        AcquireReply::Acquired { count, token, head } => {
-            if let Some(head) = head {
-                shift_queue(h, head);
-            }
-            let token = h.is_fenced().then_some(token as u64);
-            let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
-            Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
-        }
-        AcquireReply::Busy { pttl } if pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((pttl as u64).max(1))))),
-        AcquireReply::Busy { .. } => Ok(Attempt::Busy(None)),
-    }
-}
-
-/// The second half of a fair take that left waiters: moving them up a turn
-/// (fair_shift.lua), sent once the taker has its reply rather than inside the take,
-/// where rewriting every waiter's timeout held up each hand-off. Best effort and
-/// never repeated: a shift that does not land leaves the timeouts a turn late.
-fn shift_queue(h: &Holder, head: Vec<u8>) {
-    let call = wire::fair_shift(h, &head);
-    let Ok(mut conn) = h.ctx.conn() else { return };
-    let lock = h.names.display().to_string();
-    h.ctx.runtime.spawn(async move {
-        if let Err(e) = call.invoke::<i64>(&mut conn).await {
-            tracing::debug!(%lock, error = %e, "could not move the fair queue up a turn; its timeouts stay a turn late");
-        }
-    });
-}
-
-/// An acquire sent at `sent_at` with `lease` ms that was never answered: a hold it
-/// took, renewed by nobody, is gone by the end of that lease.
-fn unanswered_acquire(sent_at: Instant, lease_ms: u64) -> Unanswered {
-    Unanswered { expires_by: sent_at + Duration::from_millis(lease_ms), handoff: None }
+    Err(twice_failed(&h))
 }
 
 /// Reads this holder's hold count (and, fenced, the token counter) with a few
 /// retries while the connection re-establishes itself.
-async fn read_own_field(h: &Holder, conn: &mut Conn) -> Result<(i64, Option<u64>)> {
+async fn read_own_field(h: &Holder, conn: &mut crate::transport::Conn) -> Result<(i64, Option<u64>)> {
     let mut pipe = redis::pipe();
     pipe.hget(&h.names.name, &*h.field);
     if h.is_fenced() {
@@ -234,7 +114,11 @@ pub(crate) async fn release_once(h: &Arc<Holder>, all: bool, guard: OpGuard, dir
     };
     // Not while shutting down: the successor's acquire ends with `Cancelled` instead.
     // After a streak of hand-offs, free the lock: waiters of other clients only wake by message.
-    let mut handoff = if full && streak < STREAK && h.kind.hands_off() && !h.ctx.is_shut_down() {
+    // Not under a replica-ack policy: the successor's field would be written by the
+    // release, which nothing acknowledges; freed, the lock goes to a waiter whose own
+    // acquire is acknowledged.
+    let hands_off = h.kind.hands_off() && !h.ctx.acknowledged();
+    let mut handoff = if full && streak < STREAK && hands_off && !h.ctx.is_shut_down() {
         let claimed = match directed {
             Some(directed) => directed.take(),
             None => h.ctx.hub.claim_successor(&h.names.channel(), h.uid),

@@ -6,7 +6,7 @@
 //! RLock acquire: a bare count when it has no token, the cheapest reply for the server);
 //! every release script answers nil (not the owner), 0 (still held) or 1 (released).
 
-use redis::{FromRedisValue, Pipeline, RedisResult, Script};
+use redis::{FromRedisValue, RedisResult, Script};
 
 use super::holder::Holder;
 use super::LockKind;
@@ -41,6 +41,14 @@ impl Call {
         self
     }
 
+    /// `arg` when there is one.
+    fn opt(self, arg: Option<&[u8]>) -> Call {
+        match arg {
+            Some(arg) => self.arg(arg),
+            None => self,
+        }
+    }
+
     pub fn script(&self) -> &'static Script {
         self.script
     }
@@ -63,34 +71,41 @@ impl Call {
         Ok(T::from_redis_value(value)?)
     }
 
-    /// The same call as an EVALSHA in `pipe` (e.g. before a WAIT on its connection).
-    pub fn evalsha(&self, pipe: &mut Pipeline) {
-        pipe.add_command(self.command.to_cmd().into_owned());
+    /// The same call as a redis-rs command (for a pipeline, the replica acknowledgement's).
+    pub fn to_cmd(&self) -> redis::Cmd {
+        self.command.to_cmd().into_owned()
     }
 }
 
-/// The acquire of one level with `lease` ms.
-pub(crate) fn acquire(h: &Holder, lease: u64) -> Call {
+/// The acquire of one level with `lease` ms; with `grant`, it records what it took
+/// there (behind Sentinel or on a Cluster: lock/acked.rs).
+pub(crate) fn acquire(h: &Holder, lease: u64, grant: Option<&[u8]>) -> Call {
     let n = &h.names;
     let field = h.field.as_ref();
-    match h.kind {
-        LockKind::Reentrant => Call::new(h, &scripts::ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
-        LockKind::Fenced => Call::new(h, &scripts::ACQUIRE, 2).arg(&n.name).arg(&n.token()).num(lease).arg(field),
-        LockKind::Fair => Call::new(h, &scripts::FAIR_ACQUIRE, 3)
+    let g = grant.is_some() as usize;
+    let call = match h.kind {
+        LockKind::Reentrant => Call::new(h, &scripts::ACQUIRE, 1 + g).arg(&n.name).opt(grant).num(lease).arg(field),
+        LockKind::Fenced => {
+            Call::new(h, &scripts::ACQUIRE, 2 + g).arg(&n.name).arg(&n.token()).opt(grant).num(lease).arg(field)
+        }
+        LockKind::Fair => Call::new(h, &scripts::FAIR_ACQUIRE, 3 + g)
             .arg(&n.name)
             .arg(&n.queue())
             .arg(&n.queue_timeouts())
+            .opt(grant)
             .num(lease)
             .arg(field)
             .num(h.fair_wait_ms),
-        LockKind::Read => Call::new(h, &scripts::READ_ACQUIRE, 2)
+        LockKind::Read => Call::new(h, &scripts::READ_ACQUIRE, 2 + g)
             .arg(&n.name)
             .arg(n.read_timeouts(&h.owner))
+            .opt(grant)
             .num(lease)
             .arg(field)
             .arg(format!("{}:write", h.owner)),
-        LockKind::Write => Call::new(h, &scripts::WRITE_ACQUIRE, 1).arg(&n.name).num(lease).arg(field),
-    }
+        LockKind::Write => Call::new(h, &scripts::WRITE_ACQUIRE, 1 + g).arg(&n.name).opt(grant).num(lease).arg(field),
+    };
+    call.opt(grant.map(|_| b"1".as_slice()))
 }
 
 /// The release of `levels` ("all" or a number), idempotent through `latch`; for the

@@ -74,7 +74,7 @@ pub(crate) fn command_at(error: &str) -> Option<String> {
 mod tests {
     #[test]
     fn the_command_of_a_script_line() {
-        let error = format!("ERR ... script: {}, on @user_script:14.", super::ACQUIRE.get_hash());
+        let error = format!("ERR ... script: {}, on @user_script:18.", super::ACQUIRE.get_hash());
         assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
         assert_eq!(super::command_at("ERR no script named here"), None);
     }

@@ -225,41 +225,88 @@ async fn take(semaphore: PermitExpirableSemaphore, lease_ms: Option<u64>) -> Res
     let (counter, ctx) = (&semaphore.inner.counter, &semaphore.inner.counter.ctx);
     let raw: [u8; 16] = uuid::Uuid::new_v4().into_bytes();
     let id = hex(&raw);
-    let mut call = scripts::PERMITS_ACQUIRE.prepare_invoke();
-    call.key(&counter.names.name)
-        .key(&semaphore.inner.timeout)
-        .key(&counter.names.channel)
-        .key(counter.names.reply(&id))
-        .arg("take")
-        .arg(lease_ms.map(|l| l.to_string()).unwrap_or_default())
-        .arg(&raw[..])
-        .arg(ctx.transport.publish_command());
+    let (keys, lease_arg) = (semaphore.keys(&id), lease_ms.map(|l| l.to_string()).unwrap_or_default());
+    let args: [&[u8]; 4] = [b"take", lease_arg.as_bytes(), &raw, ctx.transport.publish_command().as_bytes()];
     let sent_at = Instant::now();
     let context = semaphore.context("acquiring a permit of");
-    match until_answered::<(i64, i64)>(ctx, &call, &context, sent_at + ctx.config.response_timeout * 2).await {
-        Ok((1, _)) => {
+    let limit = sent_at + ctx.config.response_timeout * 2;
+    let answered = if ctx.acknowledged() {
+        let script = &*scripts::PERMITS_ACQUIRE;
+        let cmd = super::acked::evalsha(script, &keys.each(), &args);
+        let flag = |v: &redis::Value| match v {
+            redis::Value::Array(parts) => match parts.first() {
+                Some(redis::Value::Int(n)) => *n as u8,
+                _ => 0,
+            },
+            _ => 0,
+        };
+        match super::acked::take(ctx, cmd, script, &counter.names.name, &context, limit, flag).await {
+            Ok(super::acked::Take::Confirmed(value) | super::acked::Take::Busy(value)) => {
+                redis::from_redis_value(value).map_err(|e| crate::error::Error::from_redis(&e.into(), &context))
+            }
+            Ok(super::acked::Take::Undo(err)) => {
+                settle_later(&semaphore, raw, sent_at);
+                return Err(err);
+            }
+            Err(e) => Err(e),
+        }
+    } else {
+        let mut call = scripts::PERMITS_ACQUIRE.prepare_invoke();
+        for key in keys.each() {
+            call.key(key);
+        }
+        for arg in args {
+            call.arg(arg);
+        }
+        until_answered::<(i64, i64)>(ctx, &call, &context, limit).await
+    };
+    match answered {
+        Ok((1 | 2, _)) => {
             let lease = lease_ms.map(Duration::from_millis);
             Ok(Attempt::Acquired(Pending::new(Taken(Permit { semaphore: semaphore.clone(), id, lease, done: false }))))
         }
         Ok((_, next_expiry)) => Ok(Attempt::Busy((next_expiry > 0).then(|| Duration::from_millis(next_expiry as u64)))),
         Err(e) if e.kind() == ErrorKind::Connection => {
-            let (settler, ttl) = (semaphore.clone(), latch_ttl_ms(ctx));
-            let until = sent_at + latch_ttl(ctx) / 2;
-            ctx.runtime.spawn(async move {
-                let context = settler.context("settling an unanswered acquire of");
-                let _ = tokio::time::timeout_at(until.into(), async {
-                    match settler.release_raw(raw.to_vec(), Some(ttl)).await {
-                        Ok(1 | 0) => tracing::info!(semaphore = %settler.name(), "{context}: its permit was released"),
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(semaphore = %settler.name(), "{context}: {e}"),
-                    }
-                })
-                .await;
-            });
+            settle_later(&semaphore, raw, sent_at);
             Err(e)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The keys of a take of permit `id`: the semaphore, its permits, its channel, the id's reply latch.
+struct TakeKeys([Vec<u8>; 4]);
+
+impl TakeKeys {
+    fn each(&self) -> [&[u8]; 4] {
+        [&self.0[0], &self.0[1], &self.0[2], &self.0[3]]
+    }
+}
+
+impl PermitExpirableSemaphore {
+    fn keys(&self, id: &str) -> TakeKeys {
+        let names = &self.inner.counter.names;
+        TakeKeys([names.name.clone(), self.inner.timeout.clone(), names.channel.clone(), names.reply(id)])
+    }
+}
+
+/// Settles a take whose reply never came, or one the replica-ack policy did not
+/// confirm: its permit is released and its id barred from arriving late.
+fn settle_later(semaphore: &PermitExpirableSemaphore, raw: [u8; 16], sent_at: Instant) {
+    let ctx = &semaphore.inner.counter.ctx;
+    let (settler, ttl) = (semaphore.clone(), latch_ttl_ms(ctx));
+    let until = sent_at + latch_ttl(ctx) / 2;
+    ctx.runtime.spawn(async move {
+        let context = settler.context("settling an unanswered acquire of");
+        let _ = tokio::time::timeout_at(until.into(), async {
+            match settler.release_raw(raw.to_vec(), Some(ttl)).await {
+                Ok(1 | 0) => tracing::info!(semaphore = %settler.name(), "{context}: its permit was released"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(semaphore = %settler.name(), "{context}: {e}"),
+            }
+        })
+        .await;
+    });
 }
 
 fn hex(bytes: &[u8]) -> String {

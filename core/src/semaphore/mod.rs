@@ -10,6 +10,7 @@
 //! request, should it still arrive, takes nothing), and one whose caller went away
 //! gives its permits back.
 
+mod acked;
 mod expirable;
 mod handoff;
 
@@ -318,22 +319,18 @@ async fn take(semaphore: Semaphore, permits: u64) -> Result<Attempt<Pending<Take
         Known::Ask(epoch) => epoch,
     };
     let latch = inner.names.request_reply(ctx.next_request());
-    let mut call = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
-    call.key(&inner.names.name)
-        .key(&latch)
-        .arg(permits)
-        .arg(latch_ttl_ms(ctx));
     let sent_at = Instant::now();
     let context = semaphore.context("acquiring permits of");
-    match until_answered::<i64>(
-        ctx,
-        &call,
-        &context,
-        sent_at + ctx.config.response_timeout * 2,
-    )
-    .await
-    {
-        Ok(1) => {
+    let limit = sent_at + ctx.config.response_timeout * 2;
+    let answered = if ctx.acknowledged() {
+        acked::take_permits(&semaphore, permits, &latch, &context, limit).await
+    } else {
+        let mut call = scripts::SEMAPHORE_ACQUIRE.prepare_invoke();
+        call.key(&inner.names.name).key(&latch).arg(permits).arg(latch_ttl_ms(ctx));
+        until_answered::<i64>(ctx, &call, &context, limit).await
+    };
+    match answered {
+        Ok(1 | 2) => {
             ctx.remove_latch_later(latch);
             Ok(Attempt::Acquired(Pending::new(Taken {
                 semaphore: semaphore.clone(),

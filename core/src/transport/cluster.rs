@@ -48,3 +48,71 @@ impl Nodes {
         Ok((Self::client(builder)?.get_async_connection().await?, rx))
     }
 }
+
+/// Which master serves each range of slots (CLUSTER SLOTS), sorted.
+type SlotMap = Vec<(i64, i64, String)>;
+
+/// How often the slot map is looked at: while the client holds something, when it
+/// holds nothing (only to keep the last map recent), and after a hint (a node's
+/// connection broke, a MOVED, a server-side SUNSUBSCRIBE) for how long at what pace:
+/// a failover follows a node's failure by the cluster's node timeout, a few seconds.
+const LOOK: Duration = Duration::from_secs(1);
+const IDLE_LOOK: Duration = Duration::from_secs(10);
+const HINTED_LOOK: Duration = Duration::from_millis(100);
+const HINTED_FOR: Duration = Duration::from_secs(15);
+
+/// Watches the slot map for as long as the future lives: a slot range served by
+/// another master than at the last look is a failover noticed (or a migration: its
+/// holds are checked the same way), and the command connection is made again so
+/// that it routes by the new map at once. Looks when it starts, then every [`LOOK`]
+/// while `busy` (the client holds something, else every [`IDLE_LOOK`]), every
+/// [`HINTED_LOOK`] for [`HINTED_FOR`] after a hint.
+pub(crate) async fn watch(conn: super::Conn, failovers: std::sync::Arc<super::failover::Failovers>, busy: impl Fn() -> bool) {
+    let mut last: Option<SlotMap> = slot_map(&conn).await.ok();
+    let mut hinted_until = tokio::time::Instant::now();
+    loop {
+        let pace = match () {
+            _ if tokio::time::Instant::now() < hinted_until => HINTED_LOOK,
+            _ if busy() => LOOK,
+            _ => IDLE_LOOK,
+        };
+        tokio::select! {
+            _ = failovers.hinted() => hinted_until = tokio::time::Instant::now() + HINTED_FOR,
+            _ = tokio::time::sleep(pace) => {}
+        }
+        let Ok(map) = slot_map(&conn).await else { continue };
+        if let Some(before) = &last {
+            if *before != map {
+                let moved: Vec<String> = map
+                    .iter()
+                    .filter(|range| !before.contains(range))
+                    .map(|(start, end, master)| format!("slots {start}-{end} now on {master}"))
+                    .collect();
+                conn.retire_now();
+                failovers.notice(format!("the cluster's slot map changed: {}", moved.join(", ")));
+            }
+        }
+        last = Some(map);
+    }
+}
+
+async fn slot_map(conn: &super::Conn) -> RedisResult<SlotMap> {
+    let reply = conn.request(redis::cmd("CLUSTER").arg("SLOTS")).await?;
+    let redis::Value::Array(ranges) = reply else {
+        return Err((redis::ErrorKind::UnexpectedReturnType, "CLUSTER SLOTS did not answer a list").into());
+    };
+    let mut map = SlotMap::new();
+    for range in ranges {
+        let redis::Value::Array(parts) = range else { continue };
+        let (Some(redis::Value::Int(start)), Some(redis::Value::Int(end)), Some(redis::Value::Array(master))) =
+            (parts.first(), parts.get(1), parts.get(2))
+        else {
+            continue;
+        };
+        let host = master.first().and_then(|h| redis::from_redis_value_ref::<String>(h).ok()).unwrap_or_default();
+        let port = master.get(1).and_then(|p| redis::from_redis_value_ref::<i64>(p).ok()).unwrap_or_default();
+        map.push((*start, *end, format!("{host}:{port}")));
+    }
+    map.sort();
+    Ok(map)
+}

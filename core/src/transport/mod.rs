@@ -8,13 +8,16 @@
 mod cluster;
 mod command;
 mod conn;
+mod failover;
 mod host;
+mod replicas;
 mod resp;
 mod sentinel;
 mod url;
 
 pub(crate) use command::Command;
-pub(crate) use conn::Conn;
+pub(crate) use conn::{Acked, Conn, Unconfirmed};
+pub(crate) use failover::Notice;
 pub use host::{HostAddress, HostLink};
 
 use std::sync::Arc;
@@ -48,6 +51,8 @@ pub(crate) struct Transport {
     pub metrics: Arc<Recorder>,
     /// Host links (host/) can reach this server: one server over TCP or a Unix socket.
     host_links: bool,
+    /// Failovers noticed (failover.rs).
+    failovers: Arc<failover::Failovers>,
 }
 
 impl Transport {
@@ -62,6 +67,7 @@ impl Transport {
         name: String,
         metrics: Arc<Recorder>,
     ) -> Result<(Transport, Conn)> {
+        let failovers = Arc::new(failover::Failovers::new(metrics.clone()));
         let (target, db) = match url::parse(url)? {
             url::Endpoint::Single(info) => {
                 let server = describe(info.addr());
@@ -82,7 +88,8 @@ impl Transport {
             }
             url::Endpoint::Sentinel { sentinels, master, data } => {
                 let db = data.redis_settings().db();
-                let master = sentinel::Master::new(sentinels, master, &data, sentinel_auth)?;
+                let master =
+                    sentinel::Master::new(sentinels, master, &data, sentinel_auth, config.connect_timeout, failovers.clone())?;
                 let server = master.describe.clone();
                 probe(&server, config, async {
                     let client = master.client().await?;
@@ -120,8 +127,40 @@ impl Transport {
         let name: Arc<str> = name.into();
         let host_links = matches!(&*target, Target::Single(client)
             if matches!(client.get_connection_info().addr(), ConnectionAddr::Tcp(..) | ConnectionAddr::Unix(..)));
-        let conn = Conn::new(target.clone(), db, config, name.clone(), metrics.clone());
-        Ok((Transport { target, server, name, metrics, host_links }, conn))
+        let conn = Conn::new(target.clone(), db, config, name.clone(), metrics.clone(), failovers.clone());
+        Ok((Transport { target, server, name, metrics, host_links, failovers }, conn))
+    }
+
+    /// What watches for failovers for as long as the client lives (none on one
+    /// server): Sentinel's `+switch-master` on every sentinel, or a cluster's slot map
+    /// (looked at while `busy`, the client holding something, and after hints).
+    pub fn watcher(&self, conn: Conn, busy: impl Fn() -> bool + Send + Sync + 'static) -> Option<futures_util::future::BoxFuture<'static, ()>> {
+        use futures_util::FutureExt;
+        let target = self.target.clone();
+        match &*self.target {
+            Target::Single(_) => None,
+            Target::Sentinel(_) => Some(
+                async move {
+                    if let Target::Sentinel(master) = &*target {
+                        master.watch(|| conn.retire_now()).await;
+                    }
+                }
+                .boxed(),
+            ),
+            Target::Cluster(_) => Some(cluster::watch(conn, self.failovers.clone(), busy).boxed()),
+        }
+    }
+
+    /// Listens for failovers noticed from now on.
+    pub fn failovers(&self) -> tokio::sync::watch::Receiver<Notice> {
+        self.failovers.subscribe()
+    }
+
+    /// Something that may mean a failover (see `Failovers::hint`).
+    pub fn hint_failover(&self) {
+        if self.is_cluster() {
+            self.failovers.hint();
+        }
     }
 
     /// An empty command in the form a call polled here will most likely send: RESP
@@ -136,9 +175,10 @@ impl Transport {
         matches!(*self.target, Target::Cluster(_))
     }
 
-    /// True behind Sentinel (where acquires may wait for replica acknowledgement).
-    pub fn is_sentinel(&self) -> bool {
-        matches!(*self.target, Target::Sentinel(_))
+    /// True behind Sentinel or on a Cluster: where acquires are acknowledged by
+    /// replicas under a policy (conn/acked.rs).
+    pub fn has_replicas(&self) -> bool {
+        !matches!(*self.target, Target::Single(_))
     }
 
     /// A new subscriber connection (messages in order, subscriptions changed on the

@@ -3,7 +3,9 @@
 //! apply subscription changes in order; on a broken connection start over (and
 //! wake every waiter, since messages sent during the gap are lost). While anyone
 //! waits, a PING every response timeout tells a stopped or cut-off server (which
-//! keeps its sockets open) from a quiet one.
+//! keeps its sockets open) from a quiet one. A failover the client noticed starts it
+//! over too (on the new master); on a cluster, a node's broken connection or a
+//! server-side SUNSUBSCRIBE hints the slot map's watcher to look now.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::transport::{Event, SubscriberSink};
 /// subscription changes in order; on a broken connection start over.
 pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedReceiver<Vec<u8>>) {
     let mut shutdown = shared.shutdown.clone();
+    let mut failovers = shared.transport.failovers();
     let mut backoff = Duration::from_millis(20);
     let mut reconnect = false;
     loop {
@@ -90,8 +93,15 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
                             break;
                         }
                     }
-                    None => break,
+                    None => {
+                        shared.transport.hint_failover();
+                        break;
+                    }
                 },
+                Ok(()) = failovers.changed() => {
+                    tracing::info!("failover noticed; the pub/sub connection starts over on the new master");
+                    break;
+                }
                 Some(name) = reconcile.recv() => {
                     if let Err(e) = apply(&shared, &mut sink, name).await {
                         refused(&shared, &e);
@@ -146,6 +156,7 @@ async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) 
         return Ok(());
     }
     tracing::info!(channel = %String::from_utf8_lossy(&name), "the server ended a subscription; subscribing again");
+    shared.transport.hint_failover();
     sink.subscribe(std::slice::from_ref(&name)).await?;
     let state = shared.state.lock().unwrap();
     if let Some(c) = state.channels.get(&name) {

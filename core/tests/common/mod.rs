@@ -18,3 +18,5 @@ pub fn builder(url: &str, watchdog_ms: u64) -> ClientBuilder {
         .connect_timeout(Duration::from_millis(500))
         .retry_window(Duration::from_secs(3))
 }
+
+pub mod replicated;

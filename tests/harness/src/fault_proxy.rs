@@ -19,6 +19,7 @@ pub struct FaultProxy {
 
 struct Faults {
     cut_marker: std::sync::Mutex<Option<Vec<u8>>>,
+    drop_marker: std::sync::Mutex<Option<Vec<u8>>>,
     delay_marker: std::sync::Mutex<Option<(Vec<u8>, Duration)>>,
     one_way: std::sync::Mutex<Duration>,
     blackhole: tokio::sync::watch::Sender<bool>,
@@ -40,6 +41,7 @@ impl FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let faults = Arc::new(Faults {
             cut_marker: std::sync::Mutex::new(None),
+            drop_marker: std::sync::Mutex::new(None),
             delay_marker: std::sync::Mutex::new(None),
             one_way: std::sync::Mutex::new(Duration::ZERO),
             blackhole: tokio::sync::watch::channel(false).0,
@@ -70,6 +72,13 @@ impl FaultProxy {
     /// before the reply reaches the client.
     pub fn cut_next_reply_to(&self, marker: &[u8]) {
         *self.faults.cut_marker.lock().unwrap() = Some(marker.to_vec());
+    }
+
+    /// The next request containing `marker` never reaches the server (nor anything sent
+    /// with it, or after it on that connection): its connection is closed instead, so
+    /// the client cannot tell whether it ran. Counted in `cuts`.
+    pub fn drop_next_request_to(&self, marker: &[u8]) {
+        *self.faults.drop_marker.lock().unwrap() = Some(marker.to_vec());
     }
 
     /// The reply to the next request containing `marker` reaches the client `delay`
@@ -276,7 +285,7 @@ async fn pump(
     let drop_reply = Arc::new(AtomicBool::new(false));
     let reply_delay = Arc::new(std::sync::Mutex::new(None::<Duration>));
     let upstream = {
-        let (faults, drop_reply, reply_delay) = (faults.clone(), drop_reply.clone(), reply_delay.clone());
+        let (faults, drop_reply, reply_delay, cuts) = (faults.clone(), drop_reply.clone(), reply_delay.clone(), cuts.clone());
         async move {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
@@ -285,6 +294,14 @@ async fn pump(
                     Ok(n) => n,
                 };
                 let chunk = &buf[..n];
+                {
+                    let mut m = faults.drop_marker.lock().unwrap();
+                    if m.as_ref().is_some_and(|needle| contains(chunk, needle)) {
+                        *m = None;
+                        cuts.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                }
                 {
                     let mut m = faults.cut_marker.lock().unwrap();
                     if m.as_ref().is_some_and(|needle| contains(chunk, needle)) {

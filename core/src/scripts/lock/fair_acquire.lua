@@ -3,8 +3,10 @@
 -- first; the lock is taken only when free and nobody is queued before this owner;
 -- otherwise the owner is queued (once) with a timeout of the previous waiter's (or
 -- the lock's TTL) plus the wait time, which is when it counts as dead.
--- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout zset;
--- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] waiter timeout (threadWaitTime) in ms.
+-- KEYS[1] lock hash, KEYS[2] queue list, KEYS[3] timeout zset, KEYS[4] (with ARGV[4])
+-- the grant key (acquire.lua);
+-- ARGV[1] lease in ms, ARGV[2] owner field, ARGV[3] waiter timeout (threadWaitTime) in ms,
+-- ARGV[4] (optional) '1': record the grant.
 -- Reply: {1, hold count, 0} acquired ({1, 1, 0, head}: taken with waiters left, whose
 -- timeouts fair_shift.lua moves up a turn next); {0, ms to wait at most before trying again}.
 redis.replicate_commands()
@@ -28,6 +30,9 @@ if redis.call('exists', KEYS[1]) == 0
   redis.call('zrem', KEYS[3], ARGV[2])
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if ARGV[4] then
+    redis.call('set', KEYS[4], '1:0', 'px', ARGV[1])
+  end
   -- Everyone behind moves up a turn, but not here: Redisson's acquire rewrites every
   -- waiter's timeout inside the take (a ZINCRBY each, whose replies format a double:
   -- with 63 waiters most of the time a hand-off spends on the server), which delays
@@ -43,6 +48,9 @@ end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if ARGV[4] then
+    redis.call('set', KEYS[4], count .. ':0', 'px', ARGV[1])
+  end
   return {1, count, 0}
 end
 local queued = redis.call('zscore', KEYS[3], ARGV[2])

@@ -7,7 +7,7 @@
 -- KEYS[4] reply latch of this id ('0': settled, take nothing);
 -- ARGV[1] 'take' or 'count', ARGV[2] lease in ms or '' (none), ARGV[3] permit id,
 -- ARGV[4] 'publish' or 'spublish'.
--- Reply (take): {1, expiry} taken (now or by an earlier try with this id);
+-- Reply (take): {1, expiry} taken now, {2, expiry} taken by an earlier try with this id;
 -- {0, ms until the nearest expiry, or -1}. Reply (count): {free, 0}.
 redis.replicate_commands()
 local forever = 922337203685477
@@ -19,7 +19,7 @@ if ARGV[1] == 'take' then
   end
   local mine = redis.call('zscore', KEYS[2], ARGV[3])
   if mine then
-    return {1, tonumber(mine)}
+    return {2, tonumber(mine)}
   end
 end
 local value = redis.call('get', KEYS[1])

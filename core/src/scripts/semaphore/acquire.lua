@@ -2,10 +2,14 @@
 -- once per request: the request's reply latch answers a retry after a lost reply,
 -- and a settled request ('0', see give_back.lua) takes nothing if it arrives late.
 -- KEYS[1] semaphore, KEYS[2] reply latch of this request; ARGV[1] permits, ARGV[2] latch TTL in ms.
--- Reply: 1 taken (now or by an earlier try of this request), 0 not enough free permits.
+-- Reply: 1 taken now, 2 taken by an earlier try of this request (its reply was lost),
+-- 0 not enough free permits (or the request was settled).
 local first = redis.call('get', KEYS[2])
 if first then
-  return tonumber(first)
+  if first == '1' then
+    return 2
+  end
+  return 0
 end
 local value = redis.call('get', KEYS[1])
 local free = tonumber(value or '0')

@@ -12,7 +12,7 @@
 //! the sentinels again, so commands follow a failover; a cluster connection
 //! follows MOVED/ASK itself.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,14 +22,19 @@ use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::command::{evalsha_of, Command};
+use super::failover::Failovers;
 use super::host::HostLink;
+use super::replicas::{self, Facts, Known};
 use super::Target;
 use crate::config::Config;
 use crate::metrics::Recorder;
 
+mod acked;
 mod hosts;
 mod loading;
 mod masters;
+
+pub(crate) use acked::{Acked, Unconfirmed};
 
 use hosts::HostEntry;
 
@@ -40,8 +45,9 @@ enum Link {
     Cluster(ClusterConnection),
 }
 
-/// A connection, its master's replicas (Sentinel) and the scripts its server lacks.
-type Connecting = Shared<BoxFuture<'static, RedisResult<(Link, u32, u64)>>>;
+/// A connection, what the acknowledgement knows of its master (Sentinel) and the
+/// scripts its server lacks.
+type Connecting = Shared<BoxFuture<'static, RedisResult<(Link, Option<Facts>, u64)>>>;
 
 enum Slot {
     Idle,
@@ -58,9 +64,10 @@ struct Inner {
     connected: std::sync::atomic::AtomicBool,
     connect_timeout: Duration,
     db: i64,
-    /// Replicas the master had when the current connection was made (Sentinel only;
-    /// the replica acknowledgement asks this many).
-    replicas: AtomicU32,
+    /// What the replica acknowledgement knows of the masters (replicas.rs).
+    known: Known,
+    /// Where noticed failovers are told (a reconnect onto another master is one).
+    failovers: Arc<Failovers>,
     /// The current connection (or the attempt to make one) and its epoch: a failure
     /// retires only the connection it happened on.
     slot: Mutex<Slot>,
@@ -96,7 +103,14 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(target: Arc<Target>, db: i64, config: &Config, name: Arc<str>, metrics: Arc<Recorder>) -> Conn {
+    pub(super) fn new(
+        target: Arc<Target>,
+        db: i64,
+        config: &Config,
+        name: Arc<str>,
+        metrics: Arc<Recorder>,
+        failovers: Arc<Failovers>,
+    ) -> Conn {
         let inner = Inner {
             target,
             name,
@@ -104,7 +118,8 @@ impl Conn {
             connected: Default::default(),
             connect_timeout: config.connect_timeout,
             db,
-            replicas: AtomicU32::new(0),
+            known: Known::default(),
+            failovers,
             slot: Mutex::new(Slot::Idle),
             epochs: std::sync::atomic::AtomicU64::new(0),
             missing_scripts: Default::default(),
@@ -119,13 +134,6 @@ impl Conn {
         Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)) }
     }
 
-    /// The replicas the current master had when this connection was made (0 off
-    /// Sentinel); connects first if need be.
-    pub async fn replicas(&self) -> RedisResult<u32> {
-        self.current().await?;
-        Ok(self.inner.replicas.load(Ordering::Relaxed))
-    }
-
     async fn current(&self) -> RedisResult<(Link, u64)> {
         let (attempt, epoch) = {
             let mut slot = self.inner.slot.lock().unwrap();
@@ -134,8 +142,9 @@ impl Conn {
                 Slot::Connecting(attempt, epoch) => (attempt.clone(), *epoch),
                 Slot::Idle => {
                     let epoch = self.inner.epochs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    let attempt =
-                        connect(self.inner.target.clone(), self.inner.name.clone(), self.inner.connect_timeout).boxed().shared();
+                    let attempt = connect(self.inner.target.clone(), self.inner.name.clone(), self.inner.connect_timeout)
+                        .boxed()
+                        .shared();
                     *slot = Slot::Connecting(attempt.clone(), epoch);
                     (attempt, epoch)
                 }
@@ -145,9 +154,12 @@ impl Conn {
         let mut slot = self.inner.slot.lock().unwrap();
         let current = matches!(&*slot, Slot::Connecting(_, e) if *e == epoch);
         match result {
-            Ok((conn, replicas, missing)) => {
+            Ok((conn, facts, missing)) => {
                 if current {
-                    self.inner.replicas.store(replicas, Ordering::Relaxed);
+                    self.inner.known.clear();
+                    if let Some(facts) = facts {
+                        self.inner.known.set(None, facts);
+                    }
                     self.inner.missing_scripts.store(missing, Ordering::Relaxed);
                     *slot = Slot::Ready(conn.clone(), epoch);
                     if self.inner.connected.swap(true, Ordering::Relaxed) {
@@ -176,6 +188,25 @@ impl Conn {
         }
     }
 
+    /// Retires the current connection whatever its epoch (the master it is on was
+    /// failed over: `+switch-master`), and forgets what it knew of the masters.
+    pub fn retire_now(&self) {
+        let mut slot = self.inner.slot.lock().unwrap();
+        if matches!(&*slot, Slot::Ready(..)) {
+            *slot = Slot::Idle;
+        }
+        drop(slot);
+        self.inner.known.clear();
+    }
+
+    /// On a cluster, a node that broke or stalled may be failing over: its watcher
+    /// looks at the slot map now (cluster.rs).
+    fn hint_cluster(&self) {
+        if matches!(*self.inner.target, Target::Cluster(_)) {
+            self.inner.failovers.hint();
+        }
+    }
+
     /// A request's outcome; a failure that leaves the connection unusable retires it.
     fn settle<T>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
         match reply {
@@ -184,6 +215,7 @@ impl Conn {
                 // READONLY: a master demoted by a failover that kept our connection.
                 if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY") {
                     self.retire(epoch);
+                    self.hint_cluster();
                 }
                 Err(e)
             }
@@ -191,6 +223,7 @@ impl Conn {
                 // The reply may still come, but everything sent after it would queue
                 // behind it: later requests go to a fresh connection.
                 self.retire(epoch);
+                self.hint_cluster();
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply within the response timeout").into())
             }
         }
@@ -289,26 +322,48 @@ impl ConnectionLike for Link {
 }
 
 /// Connects and asks which scripts the server lacks (loading none: loading.rs).
-/// Under Sentinel, also counts the master's replicas.
-async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, u32, u64)> {
+/// Under Sentinel, also confirms the node is the master and learns its replicas.
+async fn connect(target: Arc<Target>, name: Arc<str>, timeout: Duration) -> RedisResult<(Link, Option<Facts>, u64)> {
     let config = AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     let attempt = async {
-        let (mut link, replicas) = match &*target {
-            Target::Single(client) => (Link::Node(client.get_multiplexed_async_connection_with_config(&config).await?), 0),
+        let (mut link, facts) = match &*target {
+            Target::Single(client) => (Link::Node(client.get_multiplexed_async_connection_with_config(&config).await?), None),
             Target::Sentinel(master) => {
-                let client = master.client().await?;
-                let mut conn = client.get_multiplexed_async_connection_with_config(&config).await?;
-                let replicas = super::sentinel::connected_replicas(&mut conn).await?;
-                (Link::Node(conn), replicas)
+                let found = master.locate().await?;
+                let mut conn = found.client.get_multiplexed_async_connection_with_config(&config).await?;
+                let facts = confirm_master(&mut conn, &found).await?;
+                master.landed(&found.address, &facts.1);
+                (Link::Node(conn), Some(facts.0))
             }
-            Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), 0),
+            Target::Cluster(nodes) => (Link::Cluster(nodes.connection().await?), None),
         };
         super::set_name(&mut link, &name).await?;
         let missing = loading::missing_on(&mut link).await?;
-        Ok((link, replicas, missing))
+        Ok((link, facts, missing))
     };
     match tokio::time::timeout(timeout * 2, attempt).await {
         Ok(result) => result,
         Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out connecting").into()),
     }
+}
+
+/// ROLE master on the node the sentinels named (a refusal otherwise: nothing was sent),
+/// with what the acknowledgement needs of it and its run id.
+async fn confirm_master(conn: &mut MultiplexedConnection, found: &super::sentinel::Located) -> RedisResult<(Facts, String)> {
+    let (role, info): (Value, String) = redis::pipe().cmd("ROLE").cmd("INFO").arg("server").query_async(conn).await?;
+    let Some(connected) = replicas::connected_of_role(role)? else {
+        let why = format!("the sentinels name {} as the master, but it is not one (ROLE); retrying", found.address);
+        return Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, why).into());
+    };
+    let version_text = replicas::info_field(&info, "redis_version").unwrap_or("").to_string();
+    let facts = Facts {
+        known: found.known_replicas,
+        connected,
+        version: replicas::parse_version(&version_text),
+        version_text,
+        address: found.address.clone(),
+        stale: false,
+        looked: std::time::Instant::now(),
+    };
+    Ok((facts, replicas::info_field(&info, "run_id").unwrap_or("").to_string()))
 }

@@ -1,0 +1,90 @@
+//! What an acquire script answered and what the holder makes of it (shared by the
+//! plain acquire, reentrant.rs, and the acknowledged one, acked.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::holder::{Holder, Level, PendingHold};
+use super::unanswered::Unanswered;
+use super::wire;
+use crate::error::{Error, ErrorKind, Result};
+use crate::hold::state::Acquired;
+use crate::waiting::Attempt;
+
+/// After two connections failed in one attempt.
+pub(super) fn twice_failed(h: &Holder) -> Error {
+    Error::new(
+        ErrorKind::Connection,
+        format!("{}: the connection failed twice; check that Redis is reachable", h.context("acquiring")),
+    )
+}
+
+/// What an acquire script answered: a bare hold count (acquired, no token: the
+/// cheapest reply for the server), `{1, count, token}` (a fair take that left
+/// waiters: `{1, 1, 0, head}`, see [`shift_queue`]) or `{0, pttl}`.
+#[derive(Debug)]
+pub(crate) enum AcquireReply {
+    Acquired { count: i64, token: i64, head: Option<Vec<u8>> },
+    Busy { pttl: i64 },
+}
+
+impl AcquireReply {
+    pub(super) fn is_acquired(&self) -> bool {
+        matches!(self, AcquireReply::Acquired { .. })
+    }
+}
+
+impl redis::FromRedisValue for AcquireReply {
+    fn from_redis_value(value: redis::Value) -> std::result::Result<Self, redis::ParsingError> {
+        use redis::Value::{Array, Int};
+        match &value {
+            Int(count) if *count > 0 => return Ok(AcquireReply::Acquired { count: *count, token: 0, head: None }),
+            Array(parts) => match parts.as_slice() {
+                [Int(1), Int(count), Int(token)] => return Ok(AcquireReply::Acquired { count: *count, token: *token, head: None }),
+                [Int(1), Int(count), Int(token), redis::Value::BulkString(head)] => {
+                    return Ok(AcquireReply::Acquired { count: *count, token: *token, head: Some(head.clone()) })
+                }
+                [Int(0), Int(pttl)] => return Ok(AcquireReply::Busy { pttl: *pttl }),
+                _ => {}
+            },
+            _ => {}
+        }
+        Err(format!("unexpected acquire reply {value:?}").into())
+    }
+}
+
+pub(super) fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
+    match reply {
+        AcquireReply::Acquired { count, token, head } => {
+            if let Some(head) = head {
+                shift_queue(h, head);
+            }
+            let token = h.is_fenced().then_some(token as u64);
+            let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
+            Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
+        }
+        AcquireReply::Busy { pttl } if pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((pttl as u64).max(1))))),
+        AcquireReply::Busy { .. } => Ok(Attempt::Busy(None)),
+    }
+}
+
+/// The second half of a fair take that left waiters: moving them up a turn
+/// (fair_shift.lua), sent once the taker has its reply rather than inside the take,
+/// where rewriting every waiter's timeout held up each hand-off. Best effort and
+/// never repeated: a shift that does not land leaves the timeouts a turn late.
+fn shift_queue(h: &Holder, head: Vec<u8>) {
+    let call = wire::fair_shift(h, &head);
+    let Ok(mut conn) = h.ctx.conn() else { return };
+    let lock = h.names.display().to_string();
+    h.ctx.runtime.spawn(async move {
+        if let Err(e) = call.invoke::<i64>(&mut conn).await {
+            tracing::debug!(%lock, error = %e, "could not move the fair queue up a turn; its timeouts stay a turn late");
+        }
+    });
+}
+
+/// An acquire sent at `sent_at` with `lease` ms that was never answered: a hold it
+/// took, renewed by nobody, is gone by the end of that lease.
+pub(super) fn unanswered_acquire(sent_at: Instant, lease_ms: u64) -> Unanswered {
+    Unanswered { expires_by: sent_at + Duration::from_millis(lease_ms), handoff: None }
+}
