@@ -147,7 +147,8 @@ impl Lock {
 /// only costs the note (the watchdog's rounds try again).
 pub(crate) async fn write_now(holder: &Arc<Holder>) {
     let Some(ticket) = holder.note_ticket(true, false) else { return };
-    let Ok(mut conn) = holder.ctx.conn() else { return };
+    let Ok(conn) = holder.ctx.conn() else { return };
+    let mut conn = conn.best_effort();
     let reply: redis::RedisResult<Vec<i64>> = scripts::NOTES
         .key(&ticket.key)
         .key(&ticket.note_key)
@@ -168,7 +169,7 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
 /// response timeout: a note nobody holds is never shown anyway.
 pub(crate) async fn remove(holder: &Holder) {
     let Ok(conn) = holder.ctx.conn() else { return };
-    let mut conn = conn.with_timeout(holder.ctx.config.response_timeout);
+    let mut conn = conn.best_effort();
     let key = holder.names.holder_info(&holder.field);
     let _: redis::RedisResult<i64> = redis::Cmd::del(key).query_async(&mut conn).await;
 }
