@@ -642,6 +642,58 @@ async fn redlock_with_a_master_down_releases_on_the_majority_and_exits_with_cmds
     assert!(ended.elapsed() < Duration::from_secs(5), "took {:?}: {out:?}", ended.elapsed());
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()) == Some('Z'),
+        Err(_) => true,
+    }
+}
+
+/// `kill -9` of ferrolock while CMD runs: nothing renews the lock any more, so CMD
+/// gets SIGTERM, as when the lock is lost (the kernel's parent-death signal).
+#[tokio::test]
+async fn cmd_gets_sigterm_when_ferrolock_is_killed() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let script = scratch.holder_script(&[("TERM", &format!("echo term > {}; exit 0", scratch.path("terminated")))]);
+    let running = Running::start(&mut run_cmd(&server, &["--watchdog", "1"], "orphan-term", &script));
+    scratch.wait_for("ready").await;
+    running.signal("KILL");
+    scratch.wait_for("terminated").await;
+    assert_eq!(scratch.read("terminated").as_deref(), Some("term"));
+}
+
+/// A CMD that ignores SIGTERM still ends after --kill-after when ferrolock was
+/// killed: a guard process started with CMD sends SIGKILL then.
+#[tokio::test]
+async fn cmd_ignoring_sigterm_is_killed_after_kill_after_when_ferrolock_is_killed() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let script = format!(
+        "trap '' TERM\n\
+         echo $$ > {pid}\n\
+         echo ready > {ready}\n\
+         i=0\n\
+         while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+        pid = scratch.path("pid"),
+        ready = scratch.path("ready"),
+        stop = scratch.path("stop"),
+    );
+    let running = Running::start(&mut run_cmd(&server, &["--watchdog", "1", "--kill-after", "0.3"], "orphan-kill", &sh(&script)));
+    scratch.wait_for("ready").await;
+    let pid: u32 = scratch.read("pid").unwrap().parse().unwrap();
+    assert!(!has_ended(pid));
+    running.signal("KILL");
+    eventually(Duration::from_secs(10), "CMD killed after --kill-after", || {
+        let ended = has_ended(pid);
+        async move { ended }
+    })
+    .await;
+    assert!(!scratch.dir.join("stop").exists(), "ended by the guard, not by its own loop");
+}
+
 /// A pseudo-terminal that becomes the controlling terminal of one `ferrolock`, so
 /// the tests can see what a user at a terminal sees and type Ctrl-C.
 struct Terminal {

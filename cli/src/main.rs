@@ -65,6 +65,7 @@ mod demo;
 mod exit;
 mod latch;
 mod multi;
+mod orphan;
 mod permits;
 mod run;
 mod signals;
@@ -100,6 +101,9 @@ fn init_logs() {
 }
 
 fn main() {
+    if let Some(code) = orphan::guard_main(&std::env::args_os().collect::<Vec<_>>()) {
+        std::process::exit(code);
+    }
     let cli = parse();
     init_logs();
     if cli.sentinel_password.is_some() {
