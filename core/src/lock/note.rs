@@ -17,6 +17,7 @@ use crate::config::HolderNotes;
 use crate::renewal::NoteTicket;
 use crate::error::{Error, Result};
 use crate::scripts;
+use crate::transport::Conn;
 
 /// Longest label or command kept in a note.
 const MAX_DETAIL_LEN: usize = 600;
@@ -166,9 +167,10 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
 
 /// Removes the note of a hold that ended (it would otherwise outlive it by the
 /// lease it had); only holds that lasted pay for it. Best effort, bounded by the
-/// response timeout: a note nobody holds is never shown anyway.
-pub(crate) async fn remove(holder: &Holder) {
-    let Ok(conn) = holder.ctx.conn() else { return };
+/// response timeout: a note nobody holds is never shown anyway. On `conn`, taken when
+/// the release began: a release that goes on after its caller left (a close that
+/// gave up waiting, say) may end after the client closed.
+pub(crate) async fn remove(holder: &Holder, conn: Conn) {
     let mut conn = conn.best_effort();
     let key = holder.names.holder_info(&holder.field);
     let _: redis::RedisResult<i64> = redis::Cmd::del(key).query_async(&mut conn).await;
