@@ -77,6 +77,11 @@ impl Holder {
     /// The note to write or refresh now, if due: `now` for a hold just taken
     /// ([`HolderNotes::Always`]), `renewing` when the watchdog renews the hold.
     pub(crate) fn note_ticket(&self, now: bool, renewing: bool) -> Option<NoteTicket> {
+        // A closing client releases every hold, and its notes with them: writing or
+        // refreshing them meanwhile only slows the releases and the renewals down.
+        if self.ctx.is_shut_down() {
+            return None;
+        }
         let after = match self.ctx.config.holder_notes {
             HolderNotes::Off => return None,
             HolderNotes::Always => Duration::ZERO,
