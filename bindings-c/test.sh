@@ -238,7 +238,7 @@ build_fault_proxy() {
 }
 export FERROLOCK_FAULT_PROXY=$CARGO_TARGET_DIR/debug/fault-proxy
 if check fault-proxy build_fault_proxy; then
-    check_two run_asan fault_exclusion fault_replies fault_outage fault_restart fault_threads
+    check_two run_asan fault_exclusion fault_replies fault_outage fault_restart fault_threads fault_slow_link
 fi
 
 # ferrolock.hpp (C++17, for std::scoped_lock) under ASan + UBSan, against a redis-server.

@@ -614,6 +614,86 @@ async fn release_with_redis_down_exits_74_and_says_the_lock_stays() {
     assert!(left > 30.0 && left < 60.0, "{left} s left: {out:?}");
 }
 
+/// A Redlock over three masters, one shut down while CMD runs: the two live masters
+/// released it, which is the quorum, so the run exits with CMD's status well within
+/// the retry window the unreachable member spends on its own release (it used to
+/// wait that out, about 12 s, and exit 74 saying the lock may stay held).
+#[tokio::test]
+async fn redlock_with_a_master_down_releases_on_the_majority_and_exits_with_cmds_status() {
+    let mut masters: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let scratch = Scratch::new();
+    let mut cmd = Command::new(target_binary("ferrolock"));
+    for master in &masters {
+        cmd.args(["--url", &master.url()]);
+    }
+    cmd.args(["run", "rl-down", "--"]).args(scratch.holder_script(&[])).stdin(Stdio::null());
+    let running = Running::start(&mut cmd);
+    scratch.wait_for("ready").await;
+    masters[2].kill();
+    let ended = Instant::now();
+    scratch.stop();
+    let out = running.finish(Duration::from_secs(30)).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("may stay held"), "{out:?}");
+    for master in &masters[..2] {
+        assert_nothing_locked(master).await;
+    }
+    // Generous: the release alone used to take the retry window (5 s) and more.
+    assert!(ended.elapsed() < Duration::from_secs(5), "took {:?}: {out:?}", ended.elapsed());
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()) == Some('Z'),
+        Err(_) => true,
+    }
+}
+
+/// `kill -9` of ferrolock while CMD runs: nothing renews the lock any more, so CMD
+/// gets SIGTERM, as when the lock is lost (the kernel's parent-death signal).
+#[tokio::test]
+async fn cmd_gets_sigterm_when_ferrolock_is_killed() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let script = scratch.holder_script(&[("TERM", &format!("echo term > {}; exit 0", scratch.path("terminated")))]);
+    let running = Running::start(&mut run_cmd(&server, &["--watchdog", "1"], "orphan-term", &script));
+    scratch.wait_for("ready").await;
+    running.signal("KILL");
+    scratch.wait_for("terminated").await;
+    assert_eq!(scratch.read("terminated").as_deref(), Some("term"));
+}
+
+/// A CMD that ignores SIGTERM still ends after --kill-after when ferrolock was
+/// killed: a guard process started with CMD sends SIGKILL then.
+#[tokio::test]
+async fn cmd_ignoring_sigterm_is_killed_after_kill_after_when_ferrolock_is_killed() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let script = format!(
+        "trap '' TERM\n\
+         echo $$ > {pid}\n\
+         echo ready > {ready}\n\
+         i=0\n\
+         while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n",
+        pid = scratch.path("pid"),
+        ready = scratch.path("ready"),
+        stop = scratch.path("stop"),
+    );
+    let running = Running::start(&mut run_cmd(&server, &["--watchdog", "1", "--kill-after", "0.3"], "orphan-kill", &sh(&script)));
+    scratch.wait_for("ready").await;
+    let pid: u32 = scratch.read("pid").unwrap().parse().unwrap();
+    assert!(!has_ended(pid));
+    running.signal("KILL");
+    eventually(Duration::from_secs(10), "CMD killed after --kill-after", || {
+        let ended = has_ended(pid);
+        async move { ended }
+    })
+    .await;
+    assert!(!scratch.dir.join("stop").exists(), "ended by the guard, not by its own loop");
+}
+
 /// A pseudo-terminal that becomes the controlling terminal of one `ferrolock`, so
 /// the tests can see what a user at a terminal sees and type Ctrl-C.
 struct Terminal {

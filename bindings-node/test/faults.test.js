@@ -126,6 +126,38 @@ test('a blackholed holder is told of its loss before another client acquires; it
   });
 });
 
+test('a hold over a link slower than the response timeout is kept: renewals wait up to a lease', async () => {
+  // 250 ms each way against a 300 ms response timeout and a 1.5 s lease: requests on
+  // the renewals' connection that time out (holder notes, written once a hold lasts a
+  // second) used to retire it, and the next renewal waited for a new connection's
+  // set-up: holds were told lost about 2 s in.
+  await withProxy(async (proxy) => {
+    const name = 'faults:slow-link';
+    const c = await Client.connect(proxy.url, { watchdogTimeoutMs: 1500, responseTimeoutMs: 300 });
+    try {
+      const lock = c.lock(name);
+      const lost = [];
+      lock.on('lost', (err) => lost.push(err.message));
+      const hold = await lock.acquire();
+      await proxy.send('delay 250');
+      const until = performance.now() + 6000;
+      while (performance.now() < until) {
+        assert.deepEqual(await fields(name), { [lock.owner]: '1' }, 'the hold left the server over the slow link');
+        assert.ok(await redis.pttl(name) > 0);
+        assert.deepEqual(lost, [], 'told lost over the slow link');
+        assert.equal(hold.lost, false);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await proxy.send('delay 0');
+      await hold.release();
+      assert.deepEqual(lost, []);
+      assert.equal(await redis.exists(name), 0);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
 test('an acquire reply delayed past the response timeout: read back, one field, released cleanly', async () => {
   await withProxy(async (proxy) => {
     const c = await Client.connect(proxy.url, { responseTimeoutMs: 1000 });

@@ -155,6 +155,7 @@ where
                 let mut t = ticket2.lock().unwrap_or_else(|p| p.into_inner());
                 if !matches!(*t, Ticket::Abandoned) {
                     let undo = undo.take();
+                    let runtime = runtime.clone();
                     *t = Ticket::Acquired(Box::new(move || {
                         if let Some(undo) = undo {
                             runtime.spawn(undo(kept));
@@ -166,7 +167,11 @@ where
             }
             if let Some(undo) = undo {
                 // Cancelled while it completed: nobody awaits this acquisition any more.
-                undo(taken).await;
+                // Given back in a task of its own: the cancellation drops this future at
+                // its next await, and a release dropped while it waits for its holder
+                // (held by a same-client hand-off still settling) is never sent, which
+                // left the lock held by nobody, renewed until the client closed.
+                runtime.spawn(undo(taken));
                 return Ok(present(None));
             }
             Ok(present(Some(taken)))

@@ -7,12 +7,14 @@ reported lost."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 import redis
 
 import ferrolock
 import ferrolock.aio
+from helpers import FaultProxy, RedisServer
 
 HOLDS = 20_000
 # Seconds: shorter than the old close of this many holds took (quadratic: ~2.8 s for
@@ -63,3 +65,69 @@ def test_sync_close_releases_many_holds_and_reports_no_loss(url: str, r: redis.R
     assert [lock.name for lock in locks if lock.lost] == [], "holds reported lost by the close"
     assert lost == [], f"{len(lost)} on_lost callbacks, first: {lost[:1]}"
     assert _left(r, "close-sync") == [], "every hold released"
+
+
+TASKS = 200
+
+
+@pytest.mark.timeout(120)
+def test_aio_close_of_holds_taken_by_many_tasks_with_callbacks_reports_no_loss(url: str, r: redis.Redis) -> None:
+    """The shape of a server's worth of holds: 200 tasks take them, each lock with an
+    ``on_lost`` callback, and the client is closed while the tasks still hold."""
+    lost: list[str] = []
+
+    async def main() -> None:
+        client = await ferrolock.aio.Client.connect(url, watchdog_timeout=LEASE)
+        locks = [client.lock(n, on_lost=lambda _lock, reason: lost.append(reason)) for n in _names("close-tasks")]
+        per_task = HOLDS // TASKS
+        done = asyncio.Event()
+
+        async def take(first: int) -> None:
+            for lock in locks[first : first + per_task]:
+                assert await lock.acquire()
+            await done.wait()
+
+        tasks = [asyncio.create_task(take(i * per_task)) for i in range(TASKS)]
+        while client.held_count() < HOLDS:
+            assert not lost, f"lost while taking them: {lost[:1]}"
+            await asyncio.sleep(0.05)
+        await client.close()
+        done.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+    assert lost == [], f"{len(lost)} on_lost callbacks, first: {lost[:1]}"
+    assert _left(r, "close-tasks") == [], "every hold released"
+
+
+@pytest.fixture
+def proxy(server: RedisServer) -> Iterator[FaultProxy]:
+    p = FaultProxy(server.port)
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.mark.timeout(120)
+def test_aio_close_answered_after_the_deadlines_reports_no_loss(proxy: FaultProxy, r: redis.Redis) -> None:
+    """As the close starts, the link slows to a round-trip of 0.8 of the lease: the
+    renewals still reach the server (nothing expires there), but no answer comes
+    before a hold's deadline, the releases' neither. Every hold is the close's to
+    end, and its release tells whether it was lost: none is reported lost (the
+    deadline used to report those still queued for their release, and those were
+    then left held until their lease ran out)."""
+    holds, lease = 1000, 1.5
+    lost: list[str] = []
+
+    async def main() -> None:
+        client = await ferrolock.aio.Client.connect(proxy.url, watchdog_timeout=lease, response_timeout=5.0)
+        locks = [client.lock(f"close-slow:{i}", on_lost=lambda _lock, reason: lost.append(reason), holder_id=1) for i in range(holds)]
+        assert all(await asyncio.gather(*(lock.acquire() for lock in locks)))
+        proxy.send(f"delay {int(lease * 1000 * 0.4)}")
+        await client.close()
+        proxy.send("delay 0")
+
+    asyncio.run(main())
+    assert lost == [], f"{len(lost)} of {holds} holds reported lost by the close, first: {lost[:1]}"
+    assert _left(r, "close-slow") == [], "every hold released"

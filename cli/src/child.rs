@@ -75,21 +75,34 @@ fn report(shown: &str, problem: Problem) -> i32 {
 }
 
 /// Starts CMD with our stdin, stdout and stderr; `token` goes into FERROLOCK_TOKEN.
-pub fn spawn(command: &[OsString], token: Option<u64>) -> Result<tokio::process::Child, i32> {
+/// If ferrolock dies while CMD runs, CMD gets SIGTERM, and SIGKILL `kill_after` later
+/// (orphan.rs). Called from the main thread (see there).
+pub fn spawn(command: &[OsString], token: Option<u64>, kill_after: Option<std::time::Duration>) -> Result<tokio::process::Child, i32> {
     let (program, args) = command.split_first().expect("clap requires CMD");
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
     if let Some(token) = token {
         cmd.env("FERROLOCK_TOKEN", token.to_string());
     }
-    cmd.spawn().map_err(|e| {
+    let protection = std::sync::Arc::new(crate::orphan::Protection::here(kill_after));
+    let parent = std::process::id() as libc::pid_t;
+    let in_child = protection.clone();
+    // SAFETY: what runs between fork and exec makes async-signal-safe calls only.
+    unsafe {
+        cmd.pre_exec(move || in_child.in_child(parent));
+    }
+    let child = cmd.spawn().map_err(|e| {
         exit::say(&format!("cannot run {}: {e}", program.to_string_lossy()));
         if e.kind() == std::io::ErrorKind::NotFound {
             exit::NOT_FOUND
         } else {
             exit::CANNOT_EXECUTE
         }
-    })
+    })?;
+    if let Some(pid) = child.id() {
+        protection.guard(pid);
+    }
+    Ok(child)
 }
 
 /// CMD's exit code, or 128 + the signal that ended it.

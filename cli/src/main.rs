@@ -68,6 +68,7 @@ mod demo;
 mod exit;
 mod latch;
 mod multi;
+mod orphan;
 mod permits;
 mod run;
 mod signals;
@@ -103,6 +104,9 @@ fn init_logs() {
 }
 
 fn main() {
+    if let Some(code) = orphan::guard_main(&std::env::args_os().collect::<Vec<_>>()) {
+        std::process::exit(code);
+    }
     let cli = parse();
     init_logs();
     if cli.sentinel_password.is_some() {

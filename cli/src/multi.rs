@@ -22,10 +22,17 @@ pub struct Members {
 }
 
 impl Members {
+    /// Shuts the clients down, except those of members still settling a release: once
+    /// the quorum released (a Redlock with a master down), such a member keeps nobody
+    /// out, and its client would hold the exit up for the release's retry window and
+    /// more. The lock there ends with its lease once this process exits.
     pub async fn shutdown(self) {
+        let settling: Vec<bool> = (0..self.clients.len()).map(|i| self.lock.members().get(i).is_some_and(Lock::is_settling)).collect();
         drop(self.lock);
-        for client in self.clients {
-            let _ = client.shutdown().await;
+        for (client, settling) in self.clients.into_iter().zip(settling) {
+            if !settling {
+                let _ = client.shutdown().await;
+            }
         }
     }
 }

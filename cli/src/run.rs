@@ -121,7 +121,7 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
         }
         return gave_up(signal, &plan.name);
     }
-    let child = match child::spawn(&plan.command, guard.token()) {
+    let child = match child::spawn(&plan.command, guard.token(), plan.kill_after) {
         Ok(child) => child,
         Err(code) => {
             // The command did not start: the release decides nothing but the lock's fate.

@@ -50,7 +50,8 @@ impl Ctx {
     /// sweeper, watchdog). Must run inside the client's runtime.
     pub fn start(id: String, transport: Transport, conn: Conn, config: Config, runtime: Handle) -> Arc<Ctx> {
         let (shutdown, _) = watch::channel(false);
-        let (latches, sweeper) = ReplyLatches::start(&runtime, conn.clone());
+        // Deleting latches is best effort: its timeouts do not retire the connection.
+        let (latches, sweeper) = ReplyLatches::start(&runtime, conn.best_effort());
         let hub = Hub::new(transport.clone(), config.clone(), runtime.clone(), shutdown.subscribe());
         let ctx = Arc::new(Ctx {
             id,

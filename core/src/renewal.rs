@@ -214,7 +214,7 @@ where
     let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics));
     // Polled after the renewals, so sent after them on the same connection: a
     // refreshed note takes the renewed lease.
-    let notes = write_notes(conn, transport, all.into_iter().zip(renewing));
+    let notes = write_notes(conn, transport, Duration::from_millis(lease_ms), all.into_iter().zip(renewing));
     let (parts, _) = futures_util::future::join(futures_util::future::join_all(calls), notes).await;
     let mut report = RenewalReport::default();
     for part in parts {
@@ -234,12 +234,12 @@ where
 const NOTE_CALLS_IN_FLIGHT: usize = 2;
 
 /// Writes or refreshes the notes due among `holds` (each with whether this round renews it).
-async fn write_notes<F>(conn: &F, transport: &Transport, holds: impl Iterator<Item = (Arc<dyn Held>, bool)>)
+async fn write_notes<F>(conn: &F, transport: &Transport, lease: Duration, holds: impl Iterator<Item = (Arc<dyn Held>, bool)>)
 where
     F: Fn() -> Result<Conn> + Sync,
 {
     let mut pending: HashMap<Option<u16>, Vec<(Arc<dyn Held>, NoteTicket)>> = HashMap::new();
-    let send = |batch: Vec<(Arc<dyn Held>, NoteTicket)>| async move { note_batch(conn, &batch).await };
+    let send = |batch: Vec<(Arc<dyn Held>, NoteTicket)>| async move { note_batch(conn, lease, &batch).await };
     let mut in_flight = FuturesUnordered::new();
     for (hold, renewing) in holds {
         let Some(note) = hold.begin_note(renewing) else { continue };
@@ -267,7 +267,7 @@ async fn start_bounded<Fut: std::future::Future>(in_flight: &mut FuturesUnordere
 
 /// Writes or refreshes a batch of holder notes: once, best effort (a note is only
 /// informative; the next round tries a note not written again).
-async fn note_batch<F>(conn: &F, batch: &[(Arc<dyn Held>, NoteTicket)])
+async fn note_batch<F>(conn: &F, lease: Duration, batch: &[(Arc<dyn Held>, NoteTicket)])
 where
     F: Fn() -> Result<Conn> + Sync,
 {
@@ -275,7 +275,10 @@ where
     for (_, note) in batch {
         call.key(&note.key).key(&note.note_key).arg(&*note.owner).arg(note.text.as_deref().unwrap_or("")).arg(note.held_ms);
     }
-    let Ok(mut conn) = conn() else { return };
+    // Sent behind the round's renewals, so answered no sooner: as patient as they are,
+    // and a timeout does not retire the connection the renewals use.
+    let Ok(conn) = conn() else { return };
+    let mut conn = conn.with_timeout(lease).best_effort();
     match call.invoke_async::<Vec<i64>>(&mut conn).await {
         Ok(flags) => {
             for ((hold, note), flag) in batch.iter().zip(flags) {
@@ -317,12 +320,19 @@ where
         // deleted (`Held::renewed`), so the lock is free well before that lease ends;
         // a field kept by an answer later than a lease just expires.
         let mut conn = conn.with_timeout(lease);
+        // Sent once a connection is up: the lease it confirms counts from the send.
+        let ready = conn.ready().await;
         let sent_at = Instant::now();
-        report.script_calls += 1;
         // A NOSCRIPT (SCRIPT FLUSH) makes it three requests: bound them together too.
-        let reply = match tokio::time::timeout(lease, call.invoke_async::<Vec<i64>>(&mut conn)).await {
-            Ok(reply) => reply,
-            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no renewal reply within a lease").into()),
+        let reply = match ready {
+            Err(e) => Err(e),
+            Ok(()) => {
+                report.script_calls += 1;
+                match tokio::time::timeout(lease, call.invoke_async::<Vec<i64>>(&mut conn)).await {
+                    Ok(reply) => reply,
+                    Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no renewal reply within a lease").into()),
+                }
+            }
         };
         match reply {
             Ok(flags) if flags.len() == batch.len() => {

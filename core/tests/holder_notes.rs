@@ -72,8 +72,8 @@ async fn a_long_hold_leaves_a_note_that_follows_its_lease_and_goes_with_its_rele
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let ttl: i64 = raw.pttl(&key).await.unwrap();
-    let lock_ttl: i64 = raw.pttl("noted").await.unwrap();
+    // Read together: two round-trips apart, the lock's TTL read second is lower by their gap.
+    let (ttl, lock_ttl): (i64, i64) = redis::pipe().pttl(&key).pttl("noted").query_async(&mut raw).await.unwrap();
     assert!(ttl > 0 && ttl <= lock_ttl + 5, "note {ttl} ms vs lock {lock_ttl} ms");
 
     lock.release().await.unwrap();
@@ -310,4 +310,57 @@ async fn many_long_holds_all_get_their_note_in_batches() {
     let left: Vec<String> = raw.keys(format!("{NOTE_KEY_PREFIX}many:*")).await.unwrap();
     assert!(left.is_empty(), "notes left after the releases: {}", left.len());
     client.shutdown().await.unwrap();
+}
+
+/// Waits (10 s at most) until `key` is gone.
+async fn gone(raw: &mut redis::aio::MultiplexedConnection, key: &str, what: &str) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while raw.exists::<_, bool>(key).await.unwrap() {
+        assert!(Instant::now() < until, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A client closed while the server is cut off (the fault proxy holds every byte):
+/// the close gives up waiting and its releases go on in the background. Once the
+/// server answers again the release gets through, and the note goes with it, not a
+/// lease (30 s here) later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_goes_with_a_release_that_ends_after_a_close_under_a_partition() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let c = builder(&proxy.url(), 30_000).retry_window(Duration::from_secs(15)).holder_notes(HolderNotes::Always).connect().await.unwrap();
+    let lock = c.lock("noted-close").unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    let key = note_key("noted-close", &lock);
+    noted_holder(&lock).await;
+    proxy.set_blackhole(true);
+    c.shutdown().await.unwrap();
+    assert!(raw.hexists::<_, _, bool>("noted-close", lock.owner()).await.unwrap(), "released while cut off?");
+    proxy.set_blackhole(false);
+    gone(&mut raw, "noted-close", "the release went on after the close").await;
+    gone(&mut raw, &key, "the note outlived the hold's release").await;
+}
+
+/// A release Redis does not answer within the retry window is settled once it
+/// answers, by the client's resolver: the note goes then too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_goes_when_an_unanswered_release_is_settled() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port).await;
+    let mut raw = server.raw().await;
+    let c = builder(&proxy.url(), 30_000).retry_window(Duration::from_secs(1)).holder_notes(HolderNotes::Always).connect().await.unwrap();
+    let lock = c.lock("noted-unanswered").unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let key = note_key("noted-unanswered", &lock);
+    noted_holder(&lock).await;
+    proxy.set_blackhole(true);
+    // Given up on after the retry window: done as far as the caller goes, settled later.
+    guard.release().await.unwrap();
+    assert!(lock.is_settling());
+    proxy.set_blackhole(false);
+    gone(&mut raw, "noted-unanswered", "the resolver released the hold").await;
+    gone(&mut raw, &key, "the note outlived the settled release").await;
+    c.shutdown().await.unwrap();
 }

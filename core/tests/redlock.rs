@@ -101,6 +101,31 @@ async fn three_of_five_down_fails_clearly_and_leaves_nothing_held() {
     assert_eq!(lock.local_hold_count(), 0);
 }
 
+/// A master shut down while the Redlock is held: the release succeeds as soon as the
+/// live majority released (not after the retry window the unreachable member spends
+/// on its own release, which goes on in the background), and says nothing settles
+/// that keeps anyone out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_with_a_master_down_succeeds_once_the_majority_released() {
+    let mut masters = servers(3);
+    let mut clients = Vec::new();
+    for url in urls(&masters) {
+        clients.push(builder(&url, 5_000).retry_window(Duration::from_secs(10)).connect().await.unwrap());
+    }
+    let lock = redlock(&clients, "rl:gone");
+    let guard = lock.acquire().await.unwrap();
+    masters[2].kill();
+    let started = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), ferrolock::Released::Unlocked);
+    let took = started.elapsed();
+    // The member left retries for its retry window (10 s) before giving up.
+    assert!(took < Duration::from_secs(5), "the release waited for the unreachable member: {took:?}");
+    assert!(!lock.is_settling(), "the member still settling keeps nobody out of a Redlock");
+    for server in &masters[..2] {
+        assert!(!exists(server, "rl:gone").await, "released on the live masters");
+    }
+}
+
 /// A holder with 3 of 5 keeps the others out; when it vanishes (its connections
 /// black-holed, as after kill -9), another gets the lock once the lease ran out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,7 +205,10 @@ async fn an_acquisition_slower_than_its_lease_is_not_a_hold() {
     let clients: Vec<Client> = {
         let mut v = Vec::new();
         for url in &proxied {
-            v.push(builder(url, 5_000).response_timeout(Duration::from_secs(3)).connect().await.unwrap());
+            // Connections made within their timeout over the slow link: it is the
+            // acquire's answer that comes too late.
+            let slow = builder(url, 5_000).response_timeout(Duration::from_secs(3)).connect_timeout(Duration::from_secs(3));
+            v.push(slow.connect().await.unwrap());
         }
         v
     };

@@ -56,6 +56,9 @@ to CMD (signals from the terminal reach CMD directly and are not sent twice). Th
 same signals received while still waiting stop the wait: exit 128+N, nothing held.
 If the lock is lost while CMD runs (expired, force-unlocked, Redis lost it), CMD
 gets SIGTERM (and SIGKILL after --kill-after, if given) and ferrolock exits 75.
+If ferrolock itself dies while CMD runs (SIGKILL, the OOM killer), CMD gets SIGTERM
+from the kernel (Linux) and, with --kill-after, SIGKILL that long after from a guard
+process (`ferrolock __cmd-guard`, started with CMD): nothing renews the lock then.
 If the lock cannot be released when CMD ends (Redis down or refusing, after a few
 seconds of retries), ferrolock says so on stderr with how long the lock may stay
 held (until its lease ends) and CMD's exit status, and exits 74.

@@ -149,8 +149,8 @@ pub(crate) struct RunArgs {
     #[arg(short = 'E', long, value_name = "N", default_value_t = exit::CONFLICT as u8)]
     pub(crate) conflict_exit_code: u8,
 
-    /// After the lock is lost and CMD got SIGTERM, send SIGKILL if it still runs after SECS
-    /// [default: wait for CMD however long it takes]
+    /// After the lock is lost (or ferrolock died) and CMD got SIGTERM, send SIGKILL if it
+    /// still runs after SECS [default: wait for CMD however long it takes]
     #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
     pub(crate) kill_after: Option<Duration>,
 

@@ -195,11 +195,15 @@ impl HoldCell {
     }
 
     /// Marks the hold lost if its local deadline is not after `now` (the client's
-    /// deadline timer asks); otherwise its deadline, while held.
+    /// deadline timer asks); otherwise its deadline, while held. Not once the client
+    /// is closing: the close releases every hold, ending its critical section, and the
+    /// release's answer tells whether the hold was lost (its field found gone). Its
+    /// renewals, slowed down by the close's own releases, made the deadline report
+    /// holds the close then released (thousands of 100,000 with a 3 s lease).
     pub fn expire_if_due(&self, now: Instant) -> Option<Instant> {
         let (generation, deadline, lease) = {
             let st = self.state.lock().unwrap();
-            if st.count == 0 {
+            if st.count == 0 || self.ctx.is_shut_down() {
                 return None;
             }
             (st.generation, st.deadline, st.lease_ms)

@@ -310,11 +310,13 @@ impl Lock {
     /// True while a call of this holder is in flight or being settled in the
     /// background: after a release Redis did not answer within the retry window
     /// (which returned all the same), until Redis answers. A process about to exit
-    /// then leaves the lock held until its lease ends, and should say so.
+    /// then leaves the lock held until its lease ends, and should say so. A
+    /// multi-lock is settling while so many members are that the others cannot make
+    /// its quorum (a Redlock released on a majority is free for everyone else).
     pub fn is_settling(&self) -> bool {
         match &self.repr {
             Repr::One { holder, .. } => holder.op.try_lock().is_err(),
-            Repr::Many(multi) => multi.members.iter().any(Lock::is_settling),
+            Repr::Many(multi) => multi.is_settling(),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::config::HolderNotes;
 use crate::renewal::NoteTicket;
 use crate::error::{Error, Result};
 use crate::scripts;
+use crate::transport::Conn;
 
 /// Longest label or command kept in a note.
 const MAX_DETAIL_LEN: usize = 600;
@@ -76,6 +77,11 @@ impl Holder {
     /// The note to write or refresh now, if due: `now` for a hold just taken
     /// ([`HolderNotes::Always`]), `renewing` when the watchdog renews the hold.
     pub(crate) fn note_ticket(&self, now: bool, renewing: bool) -> Option<NoteTicket> {
+        // A closing client releases every hold, and its notes with them: writing or
+        // refreshing them meanwhile only slows the releases and the renewals down.
+        if self.ctx.is_shut_down() {
+            return None;
+        }
         let after = match self.ctx.config.holder_notes {
             HolderNotes::Off => return None,
             HolderNotes::Always => Duration::ZERO,
@@ -147,7 +153,8 @@ impl Lock {
 /// only costs the note (the watchdog's rounds try again).
 pub(crate) async fn write_now(holder: &Arc<Holder>) {
     let Some(ticket) = holder.note_ticket(true, false) else { return };
-    let Ok(mut conn) = holder.ctx.conn() else { return };
+    let Ok(conn) = holder.ctx.conn() else { return };
+    let mut conn = conn.best_effort();
     let reply: redis::RedisResult<Vec<i64>> = scripts::NOTES
         .key(&ticket.key)
         .key(&ticket.note_key)
@@ -165,10 +172,11 @@ pub(crate) async fn write_now(holder: &Arc<Holder>) {
 
 /// Removes the note of a hold that ended (it would otherwise outlive it by the
 /// lease it had); only holds that lasted pay for it. Best effort, bounded by the
-/// response timeout: a note nobody holds is never shown anyway.
-pub(crate) async fn remove(holder: &Holder) {
-    let Ok(conn) = holder.ctx.conn() else { return };
-    let mut conn = conn.with_timeout(holder.ctx.config.response_timeout);
+/// response timeout: a note nobody holds is never shown anyway. On `conn`, taken when
+/// the release began: a release that goes on after its caller left (a close that
+/// gave up waiting, say) may end after the client closed.
+pub(crate) async fn remove(holder: &Holder, conn: Conn) {
+    let mut conn = conn.best_effort();
     let key = holder.names.holder_info(&holder.field);
     let _: redis::RedisResult<i64> = redis::Cmd::del(key).query_async(&mut conn).await;
 }

@@ -38,18 +38,29 @@ impl Holder {
     /// hub's first waiter (a multi-lock's member, multi/follow.rs).
     pub async fn release_to(self: &Arc<Self>, all: bool, directed: Option<Directed>) -> Result<Released> {
         let this = self.clone();
-        let released = detached(&self.ctx, &self.op, move |guard| async move { reentrant::release_once(&this, all, guard, directed).await }).await;
-        // A note left by the hold goes with it (awaited: a process that exits right
-        // after must not leave it for a lease); a lost hold's too, once it is told.
-        let ended = match &released {
-            Ok(Released::Unlocked) => true,
-            Err(e) => e.kind() == crate::error::ErrorKind::LockLost,
-            Ok(Released::StillHeld(_)) => false,
-        };
-        if ended && self.cell.take_note_written() {
-            note::remove(self).await;
-        }
-        released
+        detached(&self.ctx, &self.op, move |guard| async move {
+            let conn = this.ctx.conn();
+            // Kept through the note's removal: a new hold of this holder writes its own.
+            let op = guard.clone();
+            let released = reentrant::release_once(&this, all, guard, directed).await;
+            // A note left by the hold goes with it, a lost hold's too, once it is told:
+            // here, where the release runs to its end even if its caller left (a close
+            // that gave up waiting, a Redlock answered by its quorum), and awaited (a
+            // process that exits right after must not leave it for a lease).
+            let ended = match &released {
+                Ok(Released::Unlocked) => true,
+                Err(e) => e.kind() == crate::error::ErrorKind::LockLost,
+                Ok(Released::StillHeld(_)) => false,
+            };
+            if let (true, Ok(conn)) = (ended, conn) {
+                if this.cell.take_note_written() {
+                    note::remove(&this, conn).await;
+                }
+            }
+            drop(op);
+            released
+        })
+        .await
     }
 
     /// Takes a fair-lock waiter that gave up out of the queue (after any try of its

@@ -39,6 +39,8 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
     let before = h.cell.state.lock().unwrap().count;
     let call = wire::acquire(&h, lease, None);
     for _ in 0..2 {
+        // The lease counts from the send, not from before a new connection's set-up.
+        conn.ready().await.map_err(|e| Error::from_redis(&e, &h.context("acquiring")))?;
         let sent_at = Instant::now();
         match call.invoke::<AcquireReply>(&mut conn).await {
             Ok(reply) => return decode_acquire(&h, reply, lease_ms, sent_at),

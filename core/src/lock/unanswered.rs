@@ -137,6 +137,11 @@ pub(crate) async fn settle(h: Arc<Holder>, guard: OpGuard, call: Unanswered) {
                 if let Some(handoff) = handoff.take() {
                     handoff.settle(&Ok(reply)).await;
                 }
+                if expected == 0 {
+                    // Nothing held here any more: a note the hold left goes with it now
+                    // (the release's own removal may not have got through either).
+                    super::note::remove(&h, read_conn).await;
+                }
                 return;
             }
             Err(e) => tracing::debug!(lock = %h.names.display(), error = %e, "a call Redis had not answered is still unsettled; retrying"),

@@ -16,6 +16,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use tokio::sync::{watch, Notify};
 
 use super::lease::LeaseChange;
@@ -129,6 +130,13 @@ impl Multi {
 
     pub fn lost_error(&self) -> Option<Error> {
         self.state.lock().unwrap().lost.as_ref().and_then(|tx| tx.borrow().clone())
+    }
+
+    /// See [`Lock::is_settling`]: members settling keep others out only while the
+    /// members left cannot make the quorum.
+    pub fn is_settling(&self) -> bool {
+        let settling = self.members.iter().filter(|m| m.is_settling()).count();
+        settling > self.members.len() - self.needed
     }
 
     /// The error of a round that could not reach the quorum because members failed.
@@ -250,21 +258,50 @@ impl Multi {
             successors.reverse();
         }
         let mut successors = successors.into_iter();
-        let results = futures_util::future::join_all(members.iter().map(|i| {
-            let directed = successors.next().flatten();
-            async move {
-                match self.members[*i].one() {
-                    Ok(holder) => holder.release_to(false, directed).await,
-                    Err(e) => Err(e),
-                }
+        let mut calls: FuturesUnordered<_> = members
+            .iter()
+            .map(|&i| {
+                let directed = successors.next().flatten();
+                let holder = self.members[i].one().cloned();
+                async move { (i, async move { holder?.release_to(false, directed).await }.await) }
+            })
+            .collect();
+        // A member counts as released once every level it had is; `left[i]`: its
+        // releases still to come.
+        let mut left_of = vec![0usize; self.members.len()];
+        for &i in &members {
+            left_of[i] += 1;
+        }
+        let mut released = 0;
+        let mut failures: Vec<(usize, Error)> = Vec::new();
+        while let Some((i, result)) = calls.next().await {
+            left_of[i] -= 1;
+            match result {
+                Ok(_) if left_of[i] == 0 && !failures.iter().any(|(f, _)| *f == i) => released += 1,
+                Ok(_) => {}
+                Err(e) => failures.push((i, e)),
             }
-        }))
-        .await;
-        let failures: Vec<(usize, Error)> = members.iter().zip(results).filter_map(|(i, r)| r.err().map(|e| (*i, e))).collect();
+            // A Redlock released on its quorum is free for everyone else: the caller is
+            // answered now, and the members still answering (one whose server is down
+            // retries for the retry window, then settles in the background) finish on
+            // their own, as a release whose caller went away does.
+            if self.quorum == Quorum::Majority && released >= self.needed && !calls.is_empty() {
+                if let Ok(holder) = self.members[i].one() {
+                    let name = self.display.clone();
+                    holder.ctx.runtime.spawn(async move {
+                        while let Some((i, result)) = calls.next().await {
+                            if let Err(e) = result {
+                                tracing::debug!(lock = %name, member = i + 1, error = %e, "a member's release failed after the quorum released");
+                            }
+                        }
+                    });
+                }
+                break;
+            }
+        }
         if let Some(lost) = lost {
             return Err(lost);
         }
-        let released = members.len() - failures.len();
         let enough = match self.quorum {
             Quorum::All => failures.is_empty(),
             Quorum::Majority => released >= self.needed,

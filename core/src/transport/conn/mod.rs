@@ -100,6 +100,8 @@ impl Drop for Inner {
 pub(crate) struct Conn {
     inner: Arc<Inner>,
     timeout: Duration,
+    /// A request of this handle that times out retires the connection (see [`Conn::best_effort`]).
+    retires: bool,
 }
 
 impl Conn {
@@ -125,13 +127,41 @@ impl Conn {
             missing_scripts: Default::default(),
             hosts: Default::default(),
         };
-        Conn { inner: Arc::new(inner), timeout: config.response_timeout }
+        Conn { inner: Arc::new(inner), timeout: config.response_timeout, retires: true }
     }
 
     /// The same connection with another request timeout (a renewal may wait until
     /// its hold's deadline).
     pub fn with_timeout(&self, timeout: Duration) -> Conn {
-        Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)) }
+        Conn { inner: self.inner.clone(), timeout: timeout.max(Duration::from_millis(1)), retires: self.retires }
+    }
+
+    /// The same connection for requests whose answer nothing waits on (holder notes,
+    /// reply latches' deletion): one of them timing out does not retire it. Over a
+    /// link slower than the response timeout, such a timeout says nothing of a stalled
+    /// connection, and a retired one made the next renewal wait for a new one's set-up
+    /// (three round-trips: its holds were lost at their deadline).
+    pub fn best_effort(&self) -> Conn {
+        Conn { retires: false, ..self.clone() }
+    }
+
+    /// Connects first if the call would wait for a connection's set-up: a call that
+    /// counts a lease from when it was sent takes its send time after this, not
+    /// before the set-up's round-trips (three on a new connection). A call this
+    /// thread's host link carries needs nothing once the client asked which scripts
+    /// the server lacks (loading.rs). A failure here sent nothing.
+    pub async fn ready(&self) -> RedisResult<()> {
+        if matches!(&*self.inner.slot.lock().unwrap(), Slot::Ready(..)) {
+            return Ok(());
+        }
+        if self.inner.connected.load(Ordering::Relaxed) && self.host_here().is_some() {
+            return Ok(());
+        }
+        match self.current().await {
+            // The host link may still carry the call (as in `claim_missing`).
+            Err(e) if self.host_here().is_none() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     async fn current(&self) -> RedisResult<(Link, u64)> {
@@ -222,8 +252,10 @@ impl Conn {
             Err(_) => {
                 // The reply may still come, but everything sent after it would queue
                 // behind it: later requests go to a fresh connection.
-                self.retire(epoch);
-                self.hint_cluster();
+                if self.retires {
+                    self.retire(epoch);
+                    self.hint_cluster();
+                }
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply within the response timeout").into())
             }
         }
