@@ -181,8 +181,10 @@ impl Conn {
         match reply {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                // READONLY: a master demoted by a failover that kept our connection.
-                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY") {
+                // READONLY: a master demoted by a failover that kept our connection
+                // (before Redis 7, a script's READONLY only in its text: server_code).
+                let readonly = || crate::error::server_code(&e).as_deref() == Some("READONLY");
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || readonly() {
                     self.retire(epoch);
                 }
                 Err(e)
