@@ -12,10 +12,13 @@
 //!
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
-//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs).
+//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs);
+//! and a mixed fleet on a Cluster, Redisson in cluster mode (cluster.rs).
 //!
 //! Run with `-- --nocapture` to see the measured wake-up times.
 
+#[path = "redisson/cluster.rs"]
+mod cluster;
 #[path = "redisson/counters.rs"]
 mod counters;
 #[path = "redisson/driver.rs"]
@@ -135,4 +138,5 @@ for_each_version! {
     family::fair_lock,
     family::read_write_lock,
     family::permit_expirable_semaphore,
+    cluster::mixed_fleet_on_a_cluster,
 }
