@@ -1,9 +1,10 @@
 //! What the server supports, learnt from the server once at connect (one pipelined
 //! round-trip), never assumed from the topology: its version and whether it is
 //! Valkey, sharded pub/sub (SSUBSCRIBE/SPUBLISH: Redis 7.0+), WAITAOF (7.2+), RESP3
-//! for this user (HELLO: 6.0+, and an ACL may refuse it), and whether it may evict
-//! lock keys (maxmemory with a policy other than noeviction). Commands an ACL refuses
-//! fall back to what the version tells, then to what ferrolock did before it asked.
+//! (HELLO: 6.0+, unless rename-command took it away; an ACL cannot refuse it), and
+//! whether it may evict lock keys (maxmemory with a policy other than noeviction).
+//! Commands an ACL refuses fall back to what the version tells, then to what
+//! ferrolock did before it asked.
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Value};
@@ -23,7 +24,7 @@ pub(crate) struct Capabilities {
     pub sharded_pubsub: bool,
     /// WAITAOF (7.2+).
     pub waitaof: bool,
-    /// HELLO answered for this user: RESP3 connections (pushes) are possible.
+    /// HELLO answered: RESP3 connections (pushes) are possible.
     pub resp3: bool,
     /// The eviction policy, when the server may evict lock keys (maxmemory set and a
     /// policy other than `noeviction`: every lock key has a TTL, so `volatile-*`
@@ -40,7 +41,7 @@ impl Capabilities {
         pipe.cmd("INFO").arg("server");
         pipe.cmd("INFO").arg("memory");
         pipe.cmd("COMMAND").arg("INFO").arg("SPUBLISH").arg("WAITAOF");
-        // HELLO 2 keeps this connection's protocol: it only asks whether HELLO is allowed.
+        // HELLO 2 keeps this connection's protocol: it only asks whether HELLO answers.
         pipe.cmd("HELLO").arg(2);
         let replies: Vec<RedisResult<Value>> = pipe.ignore_errors().query_async(conn).await?;
         let mut replies = replies.into_iter();

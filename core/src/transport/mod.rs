@@ -202,7 +202,7 @@ impl Transport {
                 set_name(&mut conn, &self.name).await?;
                 Ok((SubscriberSink::Push(conn), SubscriberStream::Push(rx)))
             }
-            // A server without RESP3 (before Redis 6), or an ACL refusing HELLO: RESP2
+            // A server without RESP3 (before Redis 6, or HELLO renamed away): RESP2
             // pub/sub, which cannot name itself.
             Err(e) if !(e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) => {
                 tracing::debug!(error = %e, "no RESP3 on this server; the pub/sub connection uses RESP2 and stays unnamed");
