@@ -152,16 +152,20 @@ impl Error {
 /// can't run this command`; 7.2+ and Valkey: `ERR ACL failure in script: User u has
 /// no permissions to run the 'hincrby' command`).
 pub(crate) fn server_code(err: &redis::RedisError) -> Option<String> {
-    let code = err.code()?;
-    let text = err.to_string();
+    Some(code_in(err.code()?, &err.to_string()))
+}
+
+/// [`server_code`] of an error reply given as its code and text (redis-rs hands a
+/// command's error reply back as a value).
+pub(crate) fn code_in(code: &str, text: &str) -> String {
     let acl = ["NOPERM", "The user executing the script can't", "ACL failure in script"];
     if acl.iter().any(|marker| text.contains(marker)) {
-        return Some("NOPERM".to_string());
+        return "NOPERM".to_string();
     }
     if code != "ERR" {
-        return Some(code.to_string());
+        return code.to_string();
     }
-    Some(script_code(&text).unwrap_or(code).to_string())
+    script_code(text).unwrap_or(code).to_string()
 }
 
 /// The code a script's error carries in its text (Redis before 7.0), if any: the

@@ -30,6 +30,7 @@ use crate::metrics::Recorder;
 mod hosts;
 mod loading;
 mod masters;
+mod readonly;
 
 use hosts::HostEntry;
 
@@ -176,15 +177,18 @@ impl Conn {
         }
     }
 
-    /// A request's outcome; a failure that leaves the connection unusable retires it.
-    fn settle<T>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
+    /// A request's outcome; a failure that leaves the connection unusable retires it,
+    /// and so does a demoted master's READONLY (readonly.rs).
+    fn settle<T: readonly::Replies>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
         match reply {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => {
+                if value.readonly() {
+                    self.retire(epoch);
+                }
+                Ok(value)
+            }
             Ok(Err(e)) => {
-                // READONLY: a master demoted by a failover that kept our connection
-                // (before Redis 7, a script's READONLY only in its text: server_code).
-                let readonly = || crate::error::server_code(&e).as_deref() == Some("READONLY");
-                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || readonly() {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || readonly::is_readonly(&e) {
                     self.retire(epoch);
                 }
                 Err(e)
