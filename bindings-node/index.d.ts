@@ -338,6 +338,12 @@ export interface LockStatus {
   subscribers: number;
   /** The last fencing token handed out for this name, else null. */
   lastToken: bigint | null;
+  /**
+   * The server's `maxmemory-policy` when it may evict lock keys (`maxmemory` set and a policy
+   * other than `noeviction`: a held lock could vanish under memory pressure; set `noeviction`);
+   * null when it cannot, or its ACL refuses INFO. Read once when the client connected.
+   */
+  evictionPolicy: string | null;
 }
 
 /** A kind `client.inspect()` can be asked to read a name as. */
@@ -382,6 +388,8 @@ export interface Inspection {
   count: number | null;
   /** The last fencing token handed out for this name, else null. */
   lastToken: bigint | null;
+  /** The server's `maxmemory-policy` when it may evict the name's keys (see `LockStatus.evictionPolicy`), else null. */
+  evictionPolicy: string | null;
 }
 
 /** One acquisition, as returned by `lock.acquire()`. Disposable with `await using`. */

@@ -242,6 +242,7 @@ export interface Inspection {
   permitsOut: Array<PermitOut>
   count?: number
   lastToken?: bigint
+  evictionPolicy?: string
 }
 
 /** How many lock handles this thread keeps (lib/lock.js drops a collected Lock's). */
@@ -324,6 +325,8 @@ export interface LockStatus {
   subscribers: number
   /** The last fencing token handed out for this name, if any. */
   lastToken?: bigint
+  /** The server's maxmemory-policy when it may evict lock keys (set noeviction); absent when it cannot. */
+  evictionPolicy?: string
 }
 
 /** Fencing token of the current hold (local view). */

@@ -14,6 +14,9 @@ cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).
 cargo test -p ferrolock --features spans --test spans
 
+section "Valkey 8.0.1: one server and a Cluster (scripts/test-servers.sh --quick: core's tests; the server built once into target/servers/ from \$FERROLOCK_SERVER_SOURCES, by default ../shared/servers)"
+bash scripts/test-servers.sh --quick valkey-8.0.1
+
 section "release artifacts (scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one install-and-run each)"
 bash scripts/package.sh --ci
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,

@@ -478,12 +478,36 @@ async fn status_while_held_and_when_free() {
     let free = status_json(&server, "st").await;
     assert_eq!(
         free,
-        serde_json::json!({"name": "st", "kind": "lock", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1})
+        serde_json::json!({"name": "st", "kind": "lock", "locked": false, "holders": [], "remaining_lease_ms": null, "waiters": 0, "last_token": 1, "eviction_policy": null})
     );
     let text = finish(&mut ferrolock(&server, &["status", "st"]));
     assert_eq!(text.code, 0, "{text:?}");
     assert!(text.stdout.contains("free"), "{text:?}");
     assert_nothing_locked(&server).await;
+}
+
+/// A server that may evict lock keys (maxmemory with an LRU policy): `status` says
+/// which policy and what to set, as text and as JSON, for a lock and for a semaphore;
+/// `run` (with core's warnings on: RUST_LOG) logs it once on stderr and still runs.
+#[tokio::test]
+async fn status_warns_of_a_server_that_may_evict_lock_keys() {
+    let server = RedisServer::start();
+    let mut conn = server.raw().await;
+    for (key, value) in [("maxmemory", "1gb"), ("maxmemory-policy", "allkeys-lru")] {
+        let _: () = redis::cmd("CONFIG").arg("SET").arg(key).arg(value).query_async(&mut conn).await.unwrap();
+    }
+    let _: () = redis::cmd("SET").arg("permits").arg(2).query_async(&mut conn).await.unwrap();
+    assert_eq!(status_json(&server, "evicted").await["eviction_policy"], "allkeys-lru");
+    assert_eq!(status_json(&server, "permits").await["eviction_policy"], "allkeys-lru");
+    for name in ["evicted", "permits"] {
+        let text = finish(&mut ferrolock(&server, &["status", name]));
+        assert_eq!(text.code, 0, "{text:?}");
+        assert!(text.stdout.contains("maxmemory-policy allkeys-lru") && text.stdout.contains("noeviction"), "{text:?}");
+    }
+    let run = finish(ferrolock(&server, &["run", "evicted", "--", "true"]).env("RUST_LOG", "ferrolock=warn"));
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr.matches("may evict lock keys").count(), 1, "one warning per client: {run:?}");
+    assert!(run.stderr.contains("allkeys-lru") && run.stderr.contains("noeviction"), "{run:?}");
 }
 
 #[tokio::test]
@@ -1149,7 +1173,7 @@ async fn status_through_a_cluster_node_reads_a_lock() {
     let out = finish(Command::new(&bin).args(["--url", &seed, "status", &name, "--kind", "semaphore", "--json"]));
     assert_eq!(out.code, 0, "{out:?}");
     let status: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
-    assert_eq!(status, serde_json::json!({"name": name, "kind": "semaphore", "free": 0, "waiters": 0}));
+    assert_eq!(status, serde_json::json!({"name": name, "kind": "semaphore", "free": 0, "waiters": 0, "eviction_policy": null}));
 }
 
 #[tokio::test]
@@ -1205,7 +1229,8 @@ async fn acl_refusals_of_latch_and_status_exit_77() {
     let url = acl_user(&server, "nopubsub", &["on", ">pw", "~*", "&*", "+@all", "-pubsub"]).await;
     let out = finish(&mut ferrolock(&server, &["--url", &url, "status", "n"]));
     assert_eq!(out.code, 77, "{out:?}");
-    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("needs +pubsub|numsub"), "{out:?}");
+    // Redis 7 names the subcommand (+pubsub|numsub); 6.2 only the command (+pubsub).
+    assert!(out.stderr.starts_with("ferrolock: ") && out.stderr.contains("needs +pubsub"), "{out:?}");
     let left: String = redis::cmd("GET").arg("n").query_async(&mut conn).await.unwrap();
     assert_eq!(left, "2", "nothing counted down");
 }
@@ -1320,7 +1345,7 @@ async fn semaphore_runs_at_most_n_at_once_and_keeps_an_existing_count() {
     assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out:?}");
     // A semaphore at 0 cannot be a latch (a latch at 0 is deleted): told without --kind.
     let status = status_json(&server, "gpu").await;
-    assert_eq!(status, serde_json::json!({"name": "gpu", "kind": "semaphore", "free": 0, "waiters": 0}));
+    assert_eq!(status, serde_json::json!({"name": "gpu", "kind": "semaphore", "free": 0, "waiters": 0, "eviction_policy": null}));
 
     let waiting = Running::start(&mut run_cmd(&server, &["--semaphore", "2"], "gpu", &sh("echo in")));
     eventually(Duration::from_secs(10), "a run to wait for a permit", || {
@@ -1391,7 +1416,7 @@ async fn latch_sets_counts_down_and_wakes_a_waiting_script() {
     .await;
     // Its waiter tells the number apart from a semaphore's.
     let status = status_json(&server, "ready").await;
-    assert_eq!(status, serde_json::json!({"name": "ready", "kind": "count_down_latch", "count": 2, "open": false, "waiters": 1}));
+    assert_eq!(status, serde_json::json!({"name": "ready", "kind": "count_down_latch", "count": 2, "open": false, "waiters": 1, "eviction_policy": null}));
     let out = finish(&mut ferrolock(&server, &["latch", "ready", "--count-down"]));
     assert_eq!((out.code, out.stdout.as_str()), (0, "1\n"), "{out:?}");
     let opened = Instant::now();
@@ -1412,13 +1437,13 @@ async fn status_tells_every_kind_apart() {
     let mut conn = server.raw().await;
     // A number nothing waits on: a semaphore or a latch, said as such, or read as --kind says.
     let _: () = redis::cmd("SET").arg("n").arg("3").query_async(&mut conn).await.unwrap();
-    assert_eq!(status_json(&server, "n").await, serde_json::json!({"name": "n", "kind": "semaphore_or_latch", "value": 3}));
+    assert_eq!(status_json(&server, "n").await, serde_json::json!({"name": "n", "kind": "semaphore_or_latch", "value": 3, "eviction_policy": null}));
     let text = finish(&mut ferrolock(&server, &["status", "n"]));
     assert!(text.stdout.contains("give --kind"), "{text:?}");
     let out = finish(&mut ferrolock(&server, &["status", "n", "--kind", "semaphore", "--json"]));
-    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"semaphore","free":3,"waiters":0}"#, "{out:?}");
+    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"semaphore","free":3,"waiters":0,"eviction_policy":null}"#, "{out:?}");
     let out = finish(&mut ferrolock(&server, &["status", "n", "--kind", "latch", "--json"]));
-    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"count_down_latch","count":3,"open":false,"waiters":0}"#, "{out:?}");
+    assert_eq!(out.stdout.trim(), r#"{"name":"n","kind":"count_down_latch","count":3,"open":false,"waiters":0,"eviction_policy":null}"#, "{out:?}");
 
     // --check is for locks.
     let out = finish(&mut ferrolock(&server, &["status", "n", "--check"]));

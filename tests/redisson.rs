@@ -13,13 +13,16 @@
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
 //! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs);
-//! the calls of docs/site/migration/redisson.md those do not make (api.rs). Each test
-//! names the rows of that page it backs (`// row: redisson/ID`; scripts/docs/check_rows.py).
+//! the calls of docs/site/migration/redisson.md those do not make (api.rs); and a mixed
+//! fleet on a Cluster, Redisson in cluster mode (cluster.rs). Each test names the rows
+//! of that page it backs (`// row: redisson/ID`; scripts/docs/check_rows.py).
 //!
 //! Run with `-- --nocapture` to see the measured wake-up times.
 
 #[path = "redisson/api.rs"]
 mod api;
+#[path = "redisson/cluster.rs"]
+mod cluster;
 #[path = "redisson/counters.rs"]
 mod counters;
 #[path = "redisson/driver.rs"]
@@ -146,4 +149,5 @@ for_each_version! {
     api::async_api,
     api::expirable_permits,
     api::synced_slaves_default,
+    cluster::mixed_fleet_on_a_cluster,
 }

@@ -1542,6 +1542,16 @@ enum ferrolock_status ferrolock_inspection_mode(const struct ferrolock_inspectio
                                                 const char **out);
 
 /**
+ * The server's `maxmemory-policy` when it may evict the name's keys (`maxmemory` set
+ * and a policy other than `noeviction`: a held lock could vanish under memory
+ * pressure; set `noeviction`), e.g. "allkeys-lru"; NULL when it cannot, or its ACL
+ * refuses INFO (read once when the client connected). The string is owned by the
+ * snapshot, valid until it is freed.
+ */
+enum ferrolock_status ferrolock_inspection_eviction_policy(const struct ferrolock_inspection *inspection,
+                                                           const char **out);
+
+/**
  * A semaphore's free permits (also a `FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH`'s
  * number). May be negative: Redisson's `reducePermits` goes below 0.
  *

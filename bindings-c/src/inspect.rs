@@ -99,6 +99,7 @@ pub(crate) struct InspectionState {
     count: Option<i64>,
     permits_out: Vec<(CString, i64)>,
     last_token: u64,
+    eviction_policy: Option<CString>,
     busy: bool,
 }
 
@@ -146,6 +147,7 @@ impl InspectionState {
                 .map(|p| (c_string(p.id), p.lease_left_ms.unwrap_or(i64::MAX)))
                 .collect(),
             last_token,
+            eviction_policy: found.eviction_policy.map(c_string),
             busy,
         })
     }
@@ -398,6 +400,19 @@ pub unsafe extern "C" fn ferrolock_inspection_queue_at(
 #[no_mangle]
 pub unsafe extern "C" fn ferrolock_inspection_mode(inspection: *const ferrolock_inspection, out: *mut *const c_char) -> ferrolock_status {
     ffi!({ answer(out, || Ok(or_null(inspection_arg(inspection)?.mode.as_ref()))) })
+}
+
+/// The server's `maxmemory-policy` when it may evict the name's keys (`maxmemory` set
+/// and a policy other than `noeviction`: a held lock could vanish under memory
+/// pressure; set `noeviction`), e.g. "allkeys-lru"; NULL when it cannot, or its ACL
+/// refuses INFO (read once when the client connected). The string is owned by the
+/// snapshot, valid until it is freed.
+#[no_mangle]
+pub unsafe extern "C" fn ferrolock_inspection_eviction_policy(
+    inspection: *const ferrolock_inspection,
+    out: *mut *const c_char,
+) -> ferrolock_status {
+    ffi!({ answer(out, || Ok(or_null(inspection_arg(inspection)?.eviction_policy.as_ref()))) })
 }
 
 /// A semaphore's free permits (also a `FERROLOCK_OBJECT_SEMAPHORE_OR_LATCH`'s

@@ -2,7 +2,8 @@
  * thread with a note, a fenced lock, a fair lock with a waiter in its queue, a
  * read-write lock, a semaphore and a latch with and without waiters (a number nothing
  * waits on cannot tell which it is), a permit-expirable semaphore with permits out;
- * a scan listing them; wrong-type keys, bad arguments, freed and mixed handles. */
+ * a scan listing them; wrong-type keys, bad arguments, freed and mixed handles; the
+ * eviction policy of a server that may evict lock keys. */
 #include "family.h"
 
 static ferrolock_inspection *inspect(ferrolock_client *c, const char *name) {
@@ -135,6 +136,9 @@ int main(void) {
     OK(ferrolock_inspection_last_token(in, &n));
     CHECK(n == 0);
     OK(ferrolock_inspection_mode(in, &s));
+    CHECK(s == NULL);
+    s = "unset";
+    OK(ferrolock_inspection_eviction_policy(in, &s)); /* the test server: no maxmemory */
     CHECK(s == NULL);
     OK(ferrolock_inspection_queue_len(in, &len));
     CHECK(len == 0);
@@ -414,6 +418,20 @@ int main(void) {
     OK(ferrolock_latch_free(latch2));
     OK(ferrolock_permits_free(pes));
     OK(ferrolock_client_free(c2));
+
+    /* A server that may evict lock keys: a client connected then says which policy. */
+    redis_cmd(reply, sizeof reply, "CONFIG", "SET", "maxmemory", "1gb", NULL);
+    CHECK(strcmp(reply, "+OK") == 0);
+    redis_cmd(reply, sizeof reply, "CONFIG", "SET", "maxmemory-policy", "volatile-lru", NULL);
+    CHECK(strcmp(reply, "+OK") == 0);
+    ferrolock_client *evicting = connect_client(url, -1);
+    in = inspect(evicting, "insp:free");
+    OK(ferrolock_inspection_eviction_policy(in, &s));
+    CHECK(s != NULL && strcmp(s, "volatile-lru") == 0);
+    OK(ferrolock_inspection_free(in));
+    OK(ferrolock_client_free(evicting));
+    redis_cmd(reply, sizeof reply, "CONFIG", "SET", "maxmemory", "0", NULL);
+    EXPECT(ferrolock_inspection_eviction_policy(NULL, &s), FERROLOCK_ERR_INVALID_ARGUMENT);
     OK(ferrolock_client_free(c));
     puts("inspect: locks (held by another thread, fenced, fair with a waiter, read-write), semaphores, latch, "
          "permits out, scan, bad input: ok");

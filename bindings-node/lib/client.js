@@ -206,8 +206,9 @@ class Client {
    * What `name` is, told from its keys (a lock, fenced, fair or read-write lock, a semaphore,
    * a permit-expirable semaphore or a count-down latch), and what is going on there:
    * `{ name, kind, holders: [{ owner, count, info }], leaseLeftMs, waiters, queue, mode,
-   * permits, permitsOut: [{ id, leaseLeftMs }], count, lastToken }` (`null` for what is not
-   * there). `kind` reads it as that kind. WrongTypeError if the key holds something else.
+   * permits, permitsOut: [{ id, leaseLeftMs }], count, lastToken, evictionPolicy }` (`null`
+   * for what is not there; `evictionPolicy`: the server's maxmemory-policy when it may evict
+   * the name's keys). `kind` reads it as that kind. WrongTypeError if the key holds something else.
    */
   async inspect(name, kind) {
     if (kind != null && typeof kind !== 'string') throw new ArgumentTypeError(`kind must be a string, not ${typeOf(kind)}`);
@@ -224,6 +225,7 @@ class Client {
       permitsOut: s.permitsOut.map((p) => ({ id: p.id, leaseLeftMs: p.leaseLeftMs ?? null })),
       count: s.count ?? null,
       lastToken: s.lastToken ?? null,
+      evictionPolicy: s.evictionPolicy ?? null,
     };
   }
 

@@ -538,7 +538,8 @@ class Lock {
 
   /**
    * The lock as the server sees it: `{ name, holders, remainingLeaseMs, subscribers,
-   * lastToken }` (`null` for what is not there), each holder with its note as
+   * lastToken, evictionPolicy }` (`null` for what is not there; `evictionPolicy`: the
+   * server's maxmemory-policy when it may evict lock keys), each holder with its note as
    * lastHolder() gives it.
    */
   async status() {
@@ -549,6 +550,7 @@ class Lock {
       remainingLeaseMs: s.remainingLeaseMs ?? null,
       subscribers: s.subscribers,
       lastToken: s.lastToken ?? null,
+      evictionPolicy: s.evictionPolicy ?? null,
     };
   }
 

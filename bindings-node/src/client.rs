@@ -554,6 +554,7 @@ pub struct Inspection {
     pub permits_out: Vec<PermitOut>,
     pub count: Option<f64>,
     pub last_token: Option<napi::bindgen_prelude::BigInt>,
+    pub eviction_policy: Option<String>,
 }
 
 impl From<ferrolock::Inspection> for Inspection {
@@ -576,6 +577,7 @@ impl From<ferrolock::Inspection> for Inspection {
             permits_out: found.permits_out.into_iter().map(|p| PermitOut { id: p.id, lease_left_ms: p.lease_left_ms.map(|ms| ms as f64) }).collect(),
             count: found.count.map(|c| c as f64),
             last_token,
+            eviction_policy: found.eviction_policy,
             name: found.name,
         }
     }

@@ -109,6 +109,8 @@ pub struct LockStatus {
     pub subscribers: f64,
     /// The last fencing token handed out for this name, if any.
     pub last_token: Option<BigInt>,
+    /// The server's maxmemory-policy when it may evict lock keys (set noeviction); absent when it cannot.
+    pub eviction_policy: Option<String>,
 }
 
 /// A duration the call cannot do without.
@@ -363,6 +365,7 @@ pub fn lock_status<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'en
             remaining_lease_ms: lease_ms(s.remaining_lease),
             subscribers: s.subscribers as f64,
             last_token: s.last_token.map(BigInt::from),
+            eviction_policy: s.eviction_policy,
         })
     })
 }

@@ -49,6 +49,7 @@ test('every kind told, holders with notes, a waiter, and the names under a prefi
     permitsOut: [],
     count: null,
     lastToken: null,
+    evictionPolicy: null,
   });
   assert.equal((await client.inspect('ins:ready')).kind, 'semaphore_or_latch');
   const latch = await client.inspect('ins:ready', 'count_down_latch');

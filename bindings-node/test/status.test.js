@@ -5,7 +5,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client, redlock, InvalidArgumentError, WrongTypeError } = require('..');
-const { eventually, useRedis } = require('./helpers');
+const { eventually, startRedis, useRedis } = require('./helpers');
 
 /** A holder's owner field, count and raw note (test/notes.test.js checks the rest). */
 const brief = ({ owner, count, info }) => ({ owner, count, info });
@@ -23,6 +23,7 @@ test('a free lock: no holders, no lease, no subscribers, no token', async () => 
     remainingLeaseMs: null,
     subscribers: 0,
     lastToken: null,
+    evictionPolicy: null,
   });
 });
 
@@ -61,4 +62,16 @@ test('a lock without expiry reports Infinity; a key that is not a lock, WrongTyp
   await assert.rejects(client.lock('status:string').status(), WrongTypeError);
   await redis.del('status:string');
   await assert.rejects(redlock([client.lock('status:rl')]).status(), InvalidArgumentError);
+});
+
+test('a server that may evict lock keys (maxmemory, a policy but noeviction): status and inspect name the policy', async () => {
+  const evicting = await startRedis(['--maxmemory', '1gb', '--maxmemory-policy', 'allkeys-lru']);
+  const c = await Client.connect(evicting.url);
+  try {
+    assert.equal((await c.lock('status:ev').status()).evictionPolicy, 'allkeys-lru');
+    assert.equal((await c.inspect('status:ev')).evictionPolicy, 'allkeys-lru');
+  } finally {
+    await c.close();
+    await evicting.stop();
+  }
 });

@@ -399,6 +399,7 @@ type Inspected = (
     Vec<(String, Option<f64>)>,
     Option<i64>,
     Option<u64>,
+    Option<String>,
 );
 
 fn inspected(found: ferrolock::Inspection) -> Inspected {
@@ -406,7 +407,8 @@ fn inspected(found: ferrolock::Inspection) -> Inspected {
     let holders = found.holders().iter().map(crate::who::holder).collect();
     let last_token = found.last_token();
     let out = found.permits_out.into_iter().map(|p| (p.id, p.lease_left_ms.map(|ms| ms as f64 / 1000.0))).collect();
-    (found.name, found.kind.as_str(), holders, lease, found.waiters, found.queue, found.mode, found.permits, out, found.count, last_token)
+    let eviction = found.eviction_policy;
+    (found.name, found.kind.as_str(), holders, lease, found.waiters, found.queue, found.mode, found.permits, out, found.count, last_token, eviction)
 }
 
 fn object_kind(kind: &str) -> PyResult<ferrolock::ObjectKind> {

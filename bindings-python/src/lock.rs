@@ -121,7 +121,7 @@ fn options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
 }
 
 /// `Holder.status()` as Python gets it (see there).
-type Status = (String, Vec<crate::who::Holder>, Option<f64>, u64, Option<u64>);
+type Status = (String, Vec<crate::who::Holder>, Option<f64>, u64, Option<u64>, Option<String>);
 
 /// Longest holder label the core keeps, in bytes.
 const MAX_LABEL: usize = 600;
@@ -232,13 +232,14 @@ twin_methods! {
 
             /// The lock as the server sees it: `(name, [holder (who.rs)],
             /// remaining lease in seconds or None (inf: no expiry), subscribed clients,
-            /// last fencing token or None)`. InvalidArgumentError for a multi-lock.
+            /// last fencing token or None, the server's eviction policy when it may
+            /// evict the lock or None)`. InvalidArgumentError for a multi-lock.
             fn status | status_async (&self) -> Status {
                 let lock = self.handle()?;
                 async move {
                     let s = lock.status().await?;
                     let holders: Vec<_> = s.holders.iter().map(crate::who::holder).collect();
-                    Ok((s.name, holders, lease_seconds(s.remaining_lease), s.subscribers, s.last_token))
+                    Ok((s.name, holders, lease_seconds(s.remaining_lease), s.subscribers, s.last_token, s.eviction_policy))
                 }
             }
         }

@@ -12,13 +12,15 @@ import pytest
 import ferrolock
 import ferrolock.aio
 from conftest import WATCHDOG
-from helpers import wait_until
+from helpers import RedisServer, wait_until
 
 
 def test_status(client: ferrolock.Client, client2: ferrolock.Client, name: str) -> None:
     lock = client.lock(name)
     free = lock.status()
-    assert free == ferrolock.LockStatus(name=name, holders=(), remaining_lease=None, subscribers=0, last_token=None)
+    assert free == ferrolock.LockStatus(
+        name=name, holders=(), remaining_lease=None, subscribers=0, last_token=None, eviction_policy=None
+    )
     assert not free.locked
     with lock, lock:
         held = lock.status()
@@ -84,3 +86,16 @@ def test_asyncio(url: str, name: str) -> None:
                 assert status.holders[0].owner.startswith(client.id)
 
     asyncio.run(main())
+
+
+def test_a_server_that_may_evict_lock_keys_is_named_in_status_and_inspect() -> None:
+    """maxmemory with any policy but noeviction may evict a held lock: a client
+    connected to such a server says which policy, in status() and inspect()."""
+    srv = RedisServer(extra_args=["--maxmemory", "1gb", "--maxmemory-policy", "volatile-lru"]).start()
+    try:
+        with ferrolock.Client(srv.url) as c:
+            assert c.lock("ev").status().eviction_policy == "volatile-lru"
+            assert c.inspect("ev").eviction_policy == "volatile-lru"
+    finally:
+        srv.stop()
+

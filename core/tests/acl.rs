@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::*;
@@ -110,47 +109,6 @@ async fn a_refused_command_is_permission_denied_and_names_the_rule() {
     assert!(err.message().contains("key access"), "says which access: {err}");
     c.shutdown().await.unwrap();
     k.shutdown().await.unwrap();
-}
-
-/// Warnings logged through `tracing`, collected for the tests of this file.
-fn warnings() -> Arc<Mutex<Vec<String>>> {
-    static LOG: OnceLock<Arc<Mutex<Vec<String>>>> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        tracing::subscriber::set_global_default(WarnCollector(log.clone())).unwrap();
-        log
-    })
-    .clone()
-}
-
-struct WarnCollector(Arc<Mutex<Vec<String>>>);
-
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl tracing::Subscriber for WarnCollector {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        *metadata.level() <= tracing::Level::WARN
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        self.0.lock().unwrap().push(message.0);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! On a Redis Cluster (3 masters + 3 replicas, started by the harness): names over
-//! every slot, sharded pub/sub, renewals per slot, exclusion under load, resharding
-//! and failover of a lock's slot while it is held and waited on.
+//! every slot, sharded pub/sub (classic before Redis 7.0), servers without HELLO,
+//! renewals per slot, exclusion under load, resharding and failover of a lock's slot
+//! while it is held and waited on.
 
 mod common;
 
@@ -50,11 +51,22 @@ async fn names_over_every_master_lock_and_release() {
     }
 }
 
-/// A waiter subscribes with SSUBSCRIBE on the slot's master (never SUBSCRIBE) and
-/// is woken by the release's SPUBLISH, long before the lease ends.
+/// Whether the cluster's servers have sharded pub/sub (Redis 7.0+): the server's own answer.
+async fn has_sharded_pubsub(cluster: &Cluster) -> bool {
+    let mut node = cluster.raw(cluster.ports()[0]).await;
+    let info: Vec<redis::Value> = redis::cmd("COMMAND").arg("INFO").arg("SPUBLISH").query_async(&mut node).await.unwrap();
+    !matches!(info.as_slice(), [redis::Value::Nil])
+}
+
+/// A waiter subscribes with SSUBSCRIBE on the slot's master (never SUBSCRIBE) and is
+/// woken by the release's SPUBLISH, long before the lease ends. On a cluster before
+/// Redis 7.0 (no sharded pub/sub), as Redisson there: classic SUBSCRIBE on one node
+/// (never SSUBSCRIBE), woken by the release's PUBLISH, which every node hears; the
+/// release and the semaphore's publishing scripts succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiters_wait_on_sharded_pubsub() {
+async fn waiters_wait_on_the_pub_sub_the_cluster_has() {
     let cluster = Cluster::start().await;
+    let sharded = has_sharded_pubsub(&cluster).await;
     let a = cluster_client(&cluster.url(), 20_000).connect().await.unwrap();
     let b = cluster_client(&cluster.url(), 20_000).connect().await.unwrap();
     let guard = a.lock("c:shard").unwrap().acquire().await.unwrap();
@@ -63,15 +75,21 @@ async fn waiters_wait_on_sharded_pubsub() {
     eventually(Duration::from_secs(10), "the waiter to park", || async { b.waiting_acquires() == 1 }).await;
     let channel = "redisson_lock__channel:{c:shard}";
     let owner = cluster.owner_of(b"c:shard").await;
-    let mut node = cluster.raw(owner).await;
-    let shard: Vec<String> = redis::cmd("PUBSUB").arg("SHARDCHANNELS").query_async(&mut node).await.unwrap();
-    assert_eq!(shard, [channel]);
-    let status = a.lock("c:shard").unwrap().status().await.unwrap();
-    assert_eq!(status.subscribers, 1, "status counts shard subscribers");
+    let mut classic = Vec::new();
     for port in cluster.ports() {
         let plain: Vec<String> = redis::cmd("PUBSUB").arg("CHANNELS").query_async(&mut cluster.raw(port).await).await.unwrap();
-        assert!(plain.is_empty(), "no plain SUBSCRIBE on {port}: {plain:?}");
+        classic.extend(plain);
     }
+    if sharded {
+        let mut node = cluster.raw(owner).await;
+        let shard: Vec<String> = redis::cmd("PUBSUB").arg("SHARDCHANNELS").query_async(&mut node).await.unwrap();
+        assert_eq!(shard, [channel]);
+        assert!(classic.is_empty(), "no plain SUBSCRIBE: {classic:?}");
+    } else {
+        assert_eq!(classic, [channel], "one classic SUBSCRIBE, on one node");
+    }
+    let status = a.lock("c:shard").unwrap().status().await.unwrap();
+    assert_eq!(status.subscribers, 1, "status counts the subscriber");
     let released = Instant::now();
     guard.release().await.unwrap();
     let (acquired, _hold) = waiter.await.unwrap().unwrap();
@@ -290,4 +308,36 @@ async fn a_cluster_with_a_password_works_on_every_connection() {
     eventually(Duration::from_secs(10), "the waiter to park", || async { b.waiting_acquires() == 1 }).await;
     guard.release().await.unwrap();
     tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken by message").unwrap().unwrap();
+}
+
+/// A cluster whose servers have no HELLO (no RESP3: disabled with rename-command, as
+/// some managed services do; an ACL cannot refuse HELLO): before Redis 7.0 the
+/// subscriber falls back to classic RESP2 pub/sub on one node and waiters are still
+/// woken by message; from 7.0 (sharded pub/sub, which ferrolock receives only over
+/// RESP3) the connect is refused, naming the server and the missing command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_hello_the_subscriber_falls_back_to_resp2_or_the_connect_says_why() {
+    let extra_args = ["--rename-command", "HELLO", "hello-disabled-for-this-test"].map(String::from).to_vec();
+    let cluster = Cluster::start_with(ClusterOptions { extra_args, ..Default::default() }).await;
+    let sharded = has_sharded_pubsub(&cluster).await;
+    let connected = cluster_client(&cluster.url(), 20_000).connect().await;
+    if sharded {
+        let err = connected.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        let names_server = err.message().contains("which Redis ") || err.message().contains("which Valkey ");
+        assert!(err.message().contains("HELLO") && names_server, "names the server and the command: {err}");
+        return;
+    }
+    let a = connected.unwrap();
+    let b = cluster_client(&cluster.url(), 20_000).connect().await.unwrap();
+    let guard = a.lock("c:resp2").unwrap().acquire().await.unwrap();
+    let lock = b.lock("c:resp2").unwrap();
+    let waiting = lock.clone();
+    let waiter = tokio::spawn(async move { waiting.acquire().await.map(|g| (Instant::now(), g.into_hold())) });
+    eventually(Duration::from_secs(10), "the waiter to park", || async { b.waiting_acquires() == 1 }).await;
+    let released = Instant::now();
+    guard.release().await.unwrap();
+    let (acquired, _hold) = waiter.await.unwrap().unwrap();
+    assert!(acquired - released < Duration::from_secs(3), "woken by message: {:?}", acquired - released);
+    lock.release().await.unwrap();
 }

@@ -3,7 +3,8 @@
 //
 //   java -cp ... Interop WATCHDOG_MS URL [URL...]
 //
-// with one RedissonClient per URL (lockWatchdogTimeout = WATCHDOG_MS). It prints
+// with one RedissonClient per URL (lockWatchdogTimeout = WATCHDOG_MS; a URL
+// "cluster:redis://h:p,redis://h:p..." is a Cluster client on those seeds). It prints
 // "ready", then reads one command per line on stdin and answers each with one line:
 // the result, or "error <what>". Numbers are decimal, booleans "true"/"false", a
 // timed wait that ran out answers "busy" (latch: "closed").
@@ -100,7 +101,19 @@ public class Interop {
             config.setLockWatchdogTimeout(watchdogMs);
             config.setThreads(2);
             config.setNettyThreads(4);
-            config.useSingleServer().setAddress(url).setConnectionMinimumIdleSize(2).setConnectionPoolSize(4);
+            if (url.startsWith("cluster:")) {
+                // Cluster mode: Redisson learns the nodes from these seeds, and its pub/sub
+                // flavour (sharded or classic) from the server.
+                var cluster = config.useClusterServers()
+                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
+                        .setSlaveConnectionMinimumIdleSize(1).setSlaveConnectionPoolSize(2)
+                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                for (String node : url.substring("cluster:".length()).split(",")) {
+                    cluster.addNodeAddress(node);
+                }
+            } else {
+                config.useSingleServer().setAddress(url).setConnectionMinimumIdleSize(2).setConnectionPoolSize(4);
+            }
             clients.add(Redisson.create(config));
         }
         redisson = clients.get(0);

@@ -66,6 +66,7 @@ agree<NativeStatus['name'], LockStatus['name']>(true);
 agree<NativeStatus['subscribers'], LockStatus['subscribers']>(true);
 agree<Napi<NativeStatus['remainingLeaseMs']> | null, LockStatus['remainingLeaseMs']>(true);
 agree<Napi<NativeStatus['lastToken']> | null, LockStatus['lastToken']>(true);
+agree<Napi<NativeStatus['evictionPolicy']> | null, LockStatus['evictionPolicy']>(true);
 agree<NativeStatus['holders'][number]['owner'], LockStatus['holders'][number]['owner']>(true);
 agree<NativeStatus['holders'][number]['count'], LockStatus['holders'][number]['count']>(true);
 

@@ -24,7 +24,7 @@ __version__: str
 _Note = tuple[str | None, str | None, int | None, str | None, str | None, bool | None, int | None]
 # (owner, count, info, note, held for in seconds, description)
 _Holder = tuple[str, int, str | None, _Note | None, float | None, str]
-_Status = tuple[str, list[_Holder], float | None, int, int | None]
+_Status = tuple[str, list[_Holder], float | None, int, int | None, str | None]
 
 @final
 class Client:
@@ -101,6 +101,7 @@ _Inspected = tuple[
     list[tuple[str, float | None]],
     int | None,
     int | None,
+    str | None,
 ]
 
 @final

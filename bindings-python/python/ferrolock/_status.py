@@ -75,6 +75,11 @@ class LockStatus:
     waiters (ferrolock and Redisson share one subscription per client)."""
     last_token: int | None
     """The last fencing token handed out for this name, if any."""
+    eviction_policy: str | None
+    """The server's ``maxmemory-policy`` when it may evict lock keys (``maxmemory``
+    set and a policy other than ``noeviction``: a held lock could vanish under memory
+    pressure; set ``noeviction``). None when it cannot, or its ACL refuses INFO. Read
+    once when the client connected."""
 
     @property
     def locked(self) -> bool:
@@ -82,14 +87,15 @@ class LockStatus:
         return bool(self.holders)
 
     @classmethod
-    def _from_native(cls, raw: tuple[str, list[tuple[Any, ...]], float | None, int, int | None]) -> LockStatus:
-        name, holders, remaining, subscribers, last_token = raw
+    def _from_native(cls, raw: tuple[str, list[tuple[Any, ...]], float | None, int, int | None, str | None]) -> LockStatus:
+        name, holders, remaining, subscribers, last_token, eviction_policy = raw
         return cls(
             name=name,
             holders=tuple(HolderEntry._from_native(h) for h in holders),
             remaining_lease=remaining,
             subscribers=subscribers,
             last_token=last_token,
+            eviction_policy=eviction_policy,
         )
 
 
@@ -135,6 +141,9 @@ class Inspection:
     """A count-down latch's count (also set for ``semaphore_or_latch``)."""
     last_token: int | None
     """The last fencing token handed out for this name, if any."""
+    eviction_policy: str | None
+    """The server's ``maxmemory-policy`` when it may evict the name's keys (see
+    :attr:`LockStatus.eviction_policy`); None when it cannot."""
 
     @property
     def locked(self) -> bool:
@@ -143,7 +152,7 @@ class Inspection:
 
     @classmethod
     def _from_native(cls, raw: tuple[Any, ...]) -> Inspection:
-        name, kind, holders, lease, waiters, queue, mode, permits, out, count, last_token = raw
+        name, kind, holders, lease, waiters, queue, mode, permits, out, count, last_token, eviction_policy = raw
         return cls(
             name=name,
             kind=kind,
@@ -156,6 +165,7 @@ class Inspection:
             permits_out=tuple(PermitOut(i, left) for i, left in out),
             count=count,
             last_token=last_token,
+            eviction_policy=eviction_policy,
         )
 
 

@@ -209,11 +209,14 @@ code when the servers that answered cannot tell. --json then prints
 --json prints one line:
   {\"name\": \"deploy\", \"kind\": \"lock\", \"locked\": true, \"holders\": [{\"owner\": \"…:1\", \"count\": 1,
    \"info\": {\"host\": \"web1\", \"pid\": 4242, \"cmd\": \"./deploy.sh\", \"renewed\": true}}],
-   \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12}
+   \"remaining_lease_ms\": 29417, \"waiters\": 1, \"last_token\": 12, \"eviction_policy\": null}
 remaining_lease_ms is null when the lock is free and -1 when it has no expiry;
 last_token is null when NAME was never taken as a fenced lock; a holder's info is
 null when it stored none, an object when it stored a JSON object (as `ferrolock run`
-does: renewed is false under --lease), its text otherwise.
+does: renewed is false under --lease), its text otherwise. Every kind's JSON has
+eviction_policy: the server's maxmemory-policy when it may evict NAME's keys
+(maxmemory set and a policy other than noeviction: a held lock can vanish), else
+null; the text then ends with an \"eviction: WARNING: ...\" line.
 
 Examples:
   ferrolock status deploy

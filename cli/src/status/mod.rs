@@ -46,8 +46,8 @@ pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool,
     };
     let status = read(&client, name, kind).await;
     let _ = client.shutdown().await;
-    let status = match status {
-        Ok(status) => status,
+    let (status, eviction) = match status {
+        Ok(read) => read,
         Err(e) => return exit::fail(&e),
     };
     let locked = match &status {
@@ -62,20 +62,23 @@ pub async fn run(targets: Vec<Target>, name: &OsStr, as_json: bool, check: bool,
         ));
         return exit::USAGE;
     }
-    println!("{}", if as_json { status_json(&status).to_string() } else { status_text(&status) });
+    let eviction = eviction.as_deref();
+    println!("{}", if as_json { status_json(&status, eviction).to_string() } else { status_text(&status, eviction) });
     match (check, locked) {
         (true, Some(false)) => exit::CONFLICT,
         _ => 0,
     }
 }
 
-/// Reads NAME as `kind`, or as what its keys say it is.
-async fn read(client: &Client, name: &OsStr, kind: Option<StatusKind>) -> ferrolock::Result<Status> {
+/// Reads NAME as `kind`, or as what its keys say it is; with the server's eviction
+/// policy when it may evict NAME's keys.
+async fn read(client: &Client, name: &OsStr, kind: Option<StatusKind>) -> ferrolock::Result<(Status, Option<String>)> {
     let found = match kind {
         None => client.inspect(name.as_bytes()).await?,
         Some(kind) => client.inspect_as(name.as_bytes(), object_kind(kind)).await?,
     };
-    Ok(from_inspection(found))
+    let eviction = found.eviction_policy.clone();
+    Ok((from_inspection(found), eviction))
 }
 
 fn object_kind(kind: StatusKind) -> ObjectKind {

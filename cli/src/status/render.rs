@@ -14,8 +14,18 @@ pub(super) fn kind_text(status: &Status) -> &'static str {
     }
 }
 
-/// The `--json` shape of each kind, documented in `ferrolock status --help`.
-pub(super) fn status_json(status: &Status) -> serde_json::Value {
+/// The `--json` shape of each kind, documented in `ferrolock status --help`;
+/// `eviction`: the server's eviction policy when it may evict NAME's keys (a lock's
+/// own status carries it).
+pub(super) fn status_json(status: &Status, eviction: Option<&str>) -> serde_json::Value {
+    let mut shown = kind_json(status);
+    if let serde_json::Value::Object(fields) = &mut shown {
+        fields.entry("eviction_policy").or_insert(json!(eviction));
+    }
+    shown
+}
+
+fn kind_json(status: &Status) -> serde_json::Value {
     let with_kind = |kind: &str, lock: &LockStatus, extra: serde_json::Value| {
         let mut fields = serde_json::Map::new();
         fields.insert("name".into(), json!(lock.name));
@@ -47,8 +57,8 @@ pub(super) fn status_json(status: &Status) -> serde_json::Value {
     }
 }
 
-pub(super) fn status_text(status: &Status) -> String {
-    let lines: Vec<(&str, String)> = match status {
+pub(super) fn status_text(status: &Status, eviction: Option<&str>) -> String {
+    let mut lines: Vec<(&str, String)> = match status {
         Status::Lock(lock) => return to_text(lock),
         Status::Fair(lock, queue) => {
             let waiters = format!("{} in the queue, in this order:", queue.len());
@@ -105,6 +115,9 @@ pub(super) fn status_text(status: &Status) -> String {
             ("value", format!("{value} (free permits, or the count)")),
         ],
     };
+    if let Some(policy) = eviction {
+        lines.push(("eviction", eviction_text(policy)));
+    }
     lines.iter().map(|(label, value)| line(label, value)).collect::<Vec<_>>().join("\n")
 }
 
@@ -125,6 +138,7 @@ pub(super) fn to_json(status: &LockStatus) -> serde_json::Value {
         "remaining_lease_ms": lease_ms,
         "waiters": status.subscribers,
         "last_token": status.last_token,
+        "eviction_policy": status.eviction_policy,
     })
 }
 
@@ -148,6 +162,11 @@ pub fn info_json(info: Option<&str>) -> serde_json::Value {
         Some(Ok(object @ serde_json::Value::Object(_))) => object,
         Some(_) => json!(info),
     }
+}
+
+/// The warning line of a server that may evict lock keys.
+fn eviction_text(policy: &str) -> String {
+    format!("WARNING: maxmemory-policy {policy} lets the server evict lock keys (a held lock can vanish); set maxmemory-policy noeviction")
 }
 
 pub(super) fn line(label: &str, value: &str) -> String {
@@ -180,5 +199,8 @@ pub(super) fn lock_text(status: &LockStatus, waiters: Option<String>, extra: &[(
     let waiters = waiters.unwrap_or_else(|| format!("{} (clients subscribed to the lock's channel)", status.subscribers));
     lines.push(("waiters", waiters));
     lines.push(("last token", status.last_token.map_or_else(|| "none".to_string(), |t| t.to_string())));
+    if let Some(policy) = &status.eviction_policy {
+        lines.push(("eviction", eviction_text(policy)));
+    }
     lines.iter().map(|(label, value)| line(label, value)).collect::<Vec<_>>().join("\n")
 }

@@ -116,9 +116,10 @@ pub(super) async fn read(ctx: &Ctx, key: &[u8], kind: Option<ObjectKind>) -> Res
         permits: None,
         permits_out: Vec::new(),
         count: None,
+        eviction_policy: ctx.transport.capabilities().eviction_policy.clone(),
     };
     if kind.is_lock() {
-        let lock = snapshot(&r.conn, ctx.transport.numsub_command(), &lock_names).await?;
+        let lock = snapshot(&r.conn, &ctx.transport, &lock_names).await?;
         found.waiters = lock.subscribers;
         if kind == ObjectKind::Lock && lock.last_token.is_some() {
             found.kind = ObjectKind::FencedLock;

@@ -92,6 +92,11 @@ pub struct Inspection {
     pub permits_out: Vec<PermitOut>,
     /// A count-down latch: its count, 0 once open (also set for [`ObjectKind::SemaphoreOrLatch`]).
     pub count: Option<i64>,
+    /// The server's `maxmemory-policy` when it may evict the name's keys (`maxmemory`
+    /// set and a policy other than `noeviction`: a held lock or permit could vanish
+    /// under memory pressure; set `noeviction`). `None` when it cannot, or its ACL
+    /// refuses INFO. Read once when the client connected.
+    pub eviction_policy: Option<String>,
 }
 
 impl Inspection {

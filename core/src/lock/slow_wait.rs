@@ -63,7 +63,7 @@ pub(crate) async fn remember_holder(holder: &Holder) {
 }
 
 async fn read(holder: &Holder) -> crate::Result<LockStatus> {
-    snapshot(&holder.ctx.conn()?, holder.ctx.transport.numsub_command(), &holder.names).await
+    snapshot(&holder.ctx.conn()?, &holder.ctx.transport, &holder.names).await
 }
 
 /// "held by billing on host-7 pid 4242 (thread worker-3) for 5 m 12 s; lease 20.1 s

@@ -8,7 +8,7 @@ use super::who::{HolderEntry, HolderNote};
 use super::Lock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::LockNames;
-use crate::transport::Conn;
+use crate::transport::{Conn, Transport};
 
 
 
@@ -27,6 +27,11 @@ pub struct LockStatus {
     pub subscribers: u64,
     /// The last fencing token handed out for this name (`redisson_lock_token:{name}`), if any.
     pub last_token: Option<u64>,
+    /// The server's `maxmemory-policy` when it may evict lock keys (`maxmemory` set and
+    /// a policy other than `noeviction`: a held lock could vanish under memory
+    /// pressure; set `noeviction`). `None` when it cannot, or its ACL refuses INFO.
+    /// Read once when the client connected.
+    pub eviction_policy: Option<String>,
 }
 
 impl LockStatus {
@@ -86,7 +91,7 @@ impl Lock {
     /// clients on its channel and the last fencing token. `WrongType` if the key is not a lock.
     pub async fn status(&self) -> Result<LockStatus> {
         let holder = self.one()?;
-        snapshot(&holder.ctx.conn()?, holder.ctx.transport.numsub_command(), &holder.names).await
+        snapshot(&holder.ctx.conn()?, &holder.ctx.transport, &holder.names).await
     }
 
     async fn query_type_pttl(&self) -> Result<(String, i64)> {
@@ -111,9 +116,10 @@ impl Lock {
     }
 }
 
-/// The snapshot of [`Lock::status`] (and of `Client::inspect`): `numsub` is the
-/// transport's command counting a channel's subscribers.
-pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) -> Result<LockStatus> {
+/// The snapshot of [`Lock::status`] (and of `Client::inspect`), on `transport`'s
+/// server (its command counting a channel's subscribers, its eviction policy).
+pub(crate) async fn snapshot(conn: &Conn, transport: &Transport, keys: &LockNames) -> Result<LockStatus> {
+    let numsub = transport.numsub_command();
     let name = keys.display();
     let context = |what: &str| format!("{what} lock \"{name}\"");
     let mut pipe = redis::pipe();
@@ -175,7 +181,8 @@ pub(crate) async fn snapshot(conn: &Conn, numsub: redis::Cmd, keys: &LockNames) 
             Error::new(ErrorKind::WrongType, format!("the fencing-token counter of lock \"{name}\" is not a number"))
         })?),
     };
-    Ok(LockStatus { name: name.to_string(), holders, remaining_lease, subscribers, last_token })
+    let eviction_policy = transport.capabilities().eviction_policy.clone();
+    Ok(LockStatus { name: name.to_string(), holders, remaining_lease, subscribers, last_token, eviction_policy })
 }
 
 /// Runs a read-only command, once more after a connection failure (the

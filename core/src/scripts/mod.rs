@@ -61,7 +61,10 @@ scripts! {
 /// The Redis command called on a line of one of our scripts, from an error that
 /// names the script by SHA and the line (`script: <sha>, on @user_script:<line>.`).
 pub(crate) fn command_at(error: &str) -> Option<String> {
-    let sha = error.split("script: ").nth(1)?.get(..40)?;
+    // Redis 7 names the script `script: <sha>`; 6.2 `(call to f_<sha>)`.
+    let hex = |sha: &&str| sha.bytes().all(|b| b.is_ascii_hexdigit());
+    let after = |marker: &str| error.split(marker).nth(1).and_then(|rest| rest.get(..40)).filter(hex);
+    let sha = after("script: ").or_else(|| after("call to f_"))?;
     let line: usize = error.split("@user_script:").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
     let source = ALL.iter().find(|(_, s)| s.get_hash() == sha)?.0;
     let text = source.lines().nth(line.checked_sub(1)?)?;
@@ -77,5 +80,11 @@ mod tests {
         let error = format!("ERR ... script: {}, on @user_script:18.", super::ACQUIRE.get_hash());
         assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
         assert_eq!(super::command_at("ERR no script named here"), None);
+        // Redis 6.2's text (scripts/test-servers.sh runs the ACL tests against it).
+        let error = format!(
+            "Error running script (call to f_{}): @user_script:14: @user_script: 14: The user executing the script can't run this command or subcommand",
+            super::ACQUIRE.get_hash()
+        );
+        assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
     }
 }

@@ -4,7 +4,10 @@
 //! the scripts, and the cluster slot of a key (`None` off a cluster, used to group
 //! multi-key calls). Three deployments plug in here: one server, a master behind
 //! Sentinel (`sentinel.rs`) and a Cluster (`cluster.rs`); `url.rs` tells which a URL names.
+//! What the server supports (`caps.rs`) is asked once at connect, and picks the
+//! pub/sub flavour: sharded on a Cluster that has it, classic elsewhere.
 
+mod caps;
 mod cluster;
 mod command;
 mod conn;
@@ -15,6 +18,7 @@ mod resp;
 mod sentinel;
 mod url;
 
+pub(crate) use caps::Capabilities;
 pub(crate) use command::Command;
 pub(crate) use conn::{Acked, Conn, Unconfirmed};
 pub(crate) use failover::Notice;
@@ -53,6 +57,8 @@ pub(crate) struct Transport {
     host_links: bool,
     /// Failovers noticed (failover.rs).
     failovers: Arc<failover::Failovers>,
+    /// What the server supports, asked once at connect.
+    caps: Arc<Capabilities>,
 }
 
 impl Transport {
@@ -68,22 +74,23 @@ impl Transport {
         metrics: Arc<Recorder>,
     ) -> Result<(Transport, Conn)> {
         let failovers = Arc::new(failover::Failovers::new(metrics.clone()));
-        let (target, db) = match url::parse(url)? {
+        let (target, db, caps) = match url::parse(url)? {
             url::Endpoint::Single(info) => {
                 let server = describe(info.addr());
                 let db = info.redis_settings().db();
                 let client = redis::Client::open(info.clone())
                     .map_err(|e| Error::invalid(format!("invalid Redis URL for {server} ({:?})", e.kind())))?;
-                if probe(&server, config, async { single_probe(&client, config).await }).await? {
+                let (cluster, caps) = probe(&server, config, async { single_probe(&client, config).await }).await?;
+                if cluster {
                     tracing::info!(%server, "the Redis URL names a cluster node (cluster_enabled:1); using it as the cluster's seed");
                     if db != 0 {
                         return Err(Error::invalid(format!(
                             "{server} is a cluster node and a cluster has only database 0: remove /{db} from the URL"
                         )));
                     }
-                    (Target::Cluster(cluster::Nodes::new(vec![info], config.connect_timeout, config.response_timeout)), 0)
+                    (Target::Cluster(cluster::Nodes::new(vec![info], config.connect_timeout, config.response_timeout)), 0, caps)
                 } else {
-                    (Target::Single(client), db)
+                    (Target::Single(client), db, caps)
                 }
             }
             url::Endpoint::Sentinel { sentinels, master, data } => {
@@ -91,7 +98,7 @@ impl Transport {
                 let master =
                     sentinel::Master::new(sentinels, master, &data, sentinel_auth, config.connect_timeout, failovers.clone())?;
                 let server = master.describe.clone();
-                probe(&server, config, async {
+                let (_, caps) = probe(&server, config, async {
                     let client = master.client().await?;
                     single_probe(&client, config).await
                 })
@@ -106,16 +113,17 @@ impl Transport {
                         e.message()
                     ))
                 })?;
-                (Target::Sentinel(master), db)
+                (Target::Sentinel(master), db, caps)
             }
             url::Endpoint::Cluster { nodes } => {
                 let nodes = cluster::Nodes::new(nodes, config.connect_timeout, config.response_timeout);
-                probe(&nodes.describe.clone(), config, async {
+                let caps = probe(&nodes.describe.clone(), config, async {
                     let mut conn = nodes.connection().await?;
-                    redis::cmd("PING").query_async::<Value>(&mut conn).await.map(|_| false)
+                    redis::cmd("PING").query_async::<Value>(&mut conn).await?;
+                    nodes.capabilities().await
                 })
                 .await?;
-                (Target::Cluster(nodes), 0)
+                (Target::Cluster(nodes), 0, caps)
             }
         };
         let server = match &target {
@@ -123,12 +131,19 @@ impl Transport {
             Target::Sentinel(master) => master.describe.clone(),
             Target::Cluster(nodes) => nodes.describe.clone(),
         };
+        if matches!(target, Target::Cluster(_)) && caps.sharded_pubsub && !caps.resp3 {
+            // redis-rs delivers sharded messages only as RESP3 pushes.
+            let need = format!("waiting on the cluster at {server} (sharded pub/sub, which ferrolock receives over RESP3)");
+            return Err(caps.lacks(&need, "HELLO", "enable HELLO on the servers (rename-command may have disabled it)"));
+        }
+        caps.log(&server);
+        let caps = Arc::new(caps);
         let target = Arc::new(target);
         let name: Arc<str> = name.into();
         let host_links = matches!(&*target, Target::Single(client)
             if matches!(client.get_connection_info().addr(), ConnectionAddr::Tcp(..) | ConnectionAddr::Unix(..)));
         let conn = Conn::new(target.clone(), db, config, name.clone(), metrics.clone(), failovers.clone());
-        Ok((Transport { target, server, name, metrics, host_links, failovers }, conn))
+        Ok((Transport { target, server, name, metrics, host_links, failovers, caps }, conn))
     }
 
     /// What watches for failovers for as long as the client lives (none on one
@@ -163,6 +178,18 @@ impl Transport {
         }
     }
 
+    /// What the server supports, as it said at connect.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    /// True on a cluster whose lock messages are sharded (SSUBSCRIBE/SPUBLISH, Redis
+    /// 7.0+); a cluster before 7.0 broadcasts classic PUBLISH to every node, as
+    /// Redisson falls back to there.
+    fn sharded(&self) -> bool {
+        self.is_cluster() && self.caps.sharded_pubsub
+    }
+
     /// An empty command in the form a call polled here will most likely send: RESP
     /// when a host polls it and this client may have a host link (one server, no TLS),
     /// else a redis-rs `Cmd` (command.rs).
@@ -187,12 +214,23 @@ impl Transport {
         let client = match &*self.target {
             Target::Single(client) => client.clone(),
             Target::Sentinel(master) => master.client().await?,
-            Target::Cluster(nodes) => {
+            Target::Cluster(nodes) if self.caps.resp3 => {
                 let (mut conn, pushes) = nodes.subscriber().await?;
                 set_name(&mut conn, &self.name).await?;
-                return Ok((SubscriberSink::Cluster(conn), SubscriberStream::Push(pushes)));
+                let sharded = self.caps.sharded_pubsub;
+                return Ok((SubscriberSink::Cluster { conn, sharded }, SubscriberStream::Push(pushes)));
+            }
+            // Without RESP3 (refused at connect when sharded): classic pub/sub on one
+            // node, which hears every node's PUBLISH.
+            Target::Cluster(nodes) => {
+                let (sink, stream) = nodes.classic_pubsub().await?.split();
+                return Ok((SubscriberSink::Node(sink), SubscriberStream::Node(stream)));
             }
         };
+        if !self.caps.resp3 {
+            let (sink, stream) = client.get_async_pubsub().await?.split();
+            return Ok((SubscriberSink::Node(sink), SubscriberStream::Node(stream)));
+        }
         // RESP3 with a push channel: an ordinary connection that can also name itself.
         let (tx, rx) = mpsc::unbounded_channel();
         let info = client.get_connection_info().clone();
@@ -204,7 +242,7 @@ impl Transport {
                 set_name(&mut conn, &self.name).await?;
                 Ok((SubscriberSink::Push(conn), SubscriberStream::Push(rx)))
             }
-            // A server without RESP3 (before Redis 6), or an ACL refusing HELLO: RESP2
+            // A server without RESP3 (before Redis 6, or HELLO renamed away): RESP2
             // pub/sub, which cannot name itself.
             Err(e) if !(e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) => {
                 tracing::debug!(error = %e, "no RESP3 on this server; the pub/sub connection uses RESP2 and stays unnamed");
@@ -215,19 +253,20 @@ impl Transport {
         }
     }
 
-    /// The command the scripts publish with: PUBLISH, or SPUBLISH on a cluster.
+    /// The command the scripts publish with: PUBLISH, or SPUBLISH on a cluster that has it.
     pub fn publish_command(&self) -> &'static str {
-        if self.is_cluster() {
+        if self.sharded() {
             "spublish"
         } else {
             "publish"
         }
     }
 
-    /// The command counting a channel's subscribers: PUBSUB NUMSUB (SHARDNUMSUB on a cluster).
+    /// The command counting a channel's subscribers: PUBSUB NUMSUB (SHARDNUMSUB on a
+    /// sharded cluster; classic NUMSUB goes to every node of a cluster, summed).
     pub fn numsub_command(&self) -> redis::Cmd {
         let mut cmd = redis::cmd("PUBSUB");
-        cmd.arg(if self.is_cluster() { "SHARDNUMSUB" } else { "NUMSUB" });
+        cmd.arg(if self.sharded() { "SHARDNUMSUB" } else { "NUMSUB" });
         cmd
     }
 
@@ -251,8 +290,8 @@ async fn probe<T>(server: &str, config: &Config, check: impl std::future::Future
 }
 
 /// PING (which also catches a server that wants a password the URL does not give),
-/// then whether the server is a cluster node.
-async fn single_probe(client: &redis::Client, config: &Config) -> redis::RedisResult<bool> {
+/// then whether the server is a cluster node, and what it supports.
+async fn single_probe(client: &redis::Client, config: &Config) -> redis::RedisResult<(bool, Capabilities)> {
     let probe_config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(config.connect_timeout))
         .set_response_timeout(Some(config.response_timeout));
@@ -260,7 +299,8 @@ async fn single_probe(client: &redis::Client, config: &Config) -> redis::RedisRe
     redis::cmd("PING").query_async::<()>(&mut conn).await?;
     // A user whose ACL refuses INFO is on a plain server as far as we can tell.
     let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut conn).await.unwrap_or_default();
-    Ok(info.lines().any(|line| line.trim() == "cluster_enabled:1"))
+    let cluster = info.lines().any(|line| line.trim() == "cluster_enabled:1");
+    Ok((cluster, Capabilities::learn(&mut conn).await?))
 }
 
 /// Changes the subscriptions of a subscriber connection.
@@ -269,8 +309,9 @@ pub(crate) enum SubscriberSink {
     Node(redis::aio::PubSubSink),
     /// RESP3 on one server: an ordinary connection whose messages come as pushes.
     Push(redis::aio::MultiplexedConnection),
-    /// Sharded: one SSUBSCRIBE per channel, since channels of different slots live on different nodes.
-    Cluster(ClusterConnection),
+    /// A cluster's, RESP3: sharded, one SSUBSCRIBE per channel (channels of different
+    /// slots live on different nodes); else classic SUBSCRIBE, which any node serves.
+    Cluster { conn: ClusterConnection, sharded: bool },
 }
 
 impl SubscriberSink {
@@ -278,9 +319,13 @@ impl SubscriberSink {
         match self {
             SubscriberSink::Node(sink) => sink.subscribe(channels).await,
             SubscriberSink::Push(conn) => conn.subscribe(channels).await,
-            SubscriberSink::Cluster(conn) => {
+            SubscriberSink::Cluster { conn, sharded } => {
                 for channel in channels {
-                    conn.ssubscribe(channel).await?;
+                    if *sharded {
+                        conn.ssubscribe(channel).await?;
+                    } else {
+                        conn.subscribe(channel).await?;
+                    }
                 }
                 Ok(())
             }
@@ -291,7 +336,8 @@ impl SubscriberSink {
         match self {
             SubscriberSink::Node(sink) => sink.unsubscribe(channel).await,
             SubscriberSink::Push(conn) => conn.unsubscribe(channel).await,
-            SubscriberSink::Cluster(conn) => conn.sunsubscribe(channel).await,
+            SubscriberSink::Cluster { conn, sharded: true } => conn.sunsubscribe(channel).await,
+            SubscriberSink::Cluster { conn, sharded: false } => conn.unsubscribe(channel).await,
         }
     }
 
@@ -303,7 +349,7 @@ impl SubscriberSink {
             match self {
                 SubscriberSink::Node(sink) => sink.ping::<Value>().await.map(|_| ()),
                 SubscriberSink::Push(conn) => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
-                SubscriberSink::Cluster(conn) => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
+                SubscriberSink::Cluster { conn, .. } => redis::cmd("PING").query_async::<Value>(conn).await.map(|_| ()),
             }
         };
         match tokio::time::timeout(timeout, ping).await {

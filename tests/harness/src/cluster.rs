@@ -21,11 +21,13 @@ pub struct ClusterOptions {
     pub password: Option<String>,
     /// `cluster-node-timeout`: how long a node may not answer before failover starts.
     pub node_timeout: Duration,
+    /// More options for every node's command line (`--rename-command HELLO x`).
+    pub extra_args: Vec<String>,
 }
 
 impl Default for ClusterOptions {
     fn default() -> Self {
-        ClusterOptions { password: None, node_timeout: Duration::from_millis(2000) }
+        ClusterOptions { password: None, node_timeout: Duration::from_millis(2000), extra_args: Vec::new() }
     }
 }
 
@@ -455,6 +457,10 @@ impl Migration<'_> {
 fn start_node(opts: &ClusterOptions, n: usize) -> (RedisServer, u16) {
     let timeout = opts.node_timeout.as_millis().to_string();
     let mut last_error = String::new();
+    // `cluster-port` is Redis 7.0+; before, the bus listens on the port + 10000 (a node
+    // whose bus port is out of range or taken fails to start, and is started again
+    // on another port).
+    let bus_port_option = crate::redis_server_version() >= (7, 0, 0);
     for _ in 0..5 {
         let bus_port = free_port().to_string();
         let mut args = vec![
@@ -465,8 +471,6 @@ fn start_node(opts: &ClusterOptions, n: usize) -> (RedisServer, u16) {
             "nodes.conf",
             "--cluster-node-timeout",
             &timeout,
-            "--cluster-port",
-            &bus_port,
             // Promote a replica however long it lost its master (the default refuses after 10 node timeouts).
             "--cluster-replica-validity-factor",
             "0",
@@ -477,11 +481,19 @@ fn start_node(opts: &ClusterOptions, n: usize) -> (RedisServer, u16) {
             "--repl-ping-replica-period",
             "1",
         ];
+        if bus_port_option {
+            args.extend(["--cluster-port", &bus_port]);
+        }
+        args.extend(opts.extra_args.iter().map(String::as_str));
         if let Some(pw) = &opts.password {
             args.extend(["--requirepass", pw, "--masterauth", pw]);
         }
         match RedisServer::try_start(&args) {
-            Ok(server) => return (server, bus_port.parse().expect("a port")),
+            Ok(server) if bus_port_option => return (server, bus_port.parse().expect("a port")),
+            Ok(server) => {
+                let bus = server.port + 10000;
+                return (server, bus);
+            }
             Err(e) => last_error = e,
         }
     }

@@ -320,6 +320,22 @@ fn redis_server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// The version of the redis-server the tests start (`redis-server --version`: Redis's
+/// `v=7.2.6`, Valkey's own version), read once. Options some versions lack depend on it.
+pub fn redis_server_version() -> (u32, u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(redis_server_binary())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {} --version: {e}", redis_server_binary()));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = text.split_whitespace().find_map(|w| w.strip_prefix("v=")).unwrap_or_else(|| panic!("no version in {text:?}"));
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    })
+}
+
 /// Waits until `check` is true, re-checking every 10 ms, failing after `limit`.
 pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
 where

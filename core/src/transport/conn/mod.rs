@@ -33,6 +33,7 @@ mod acked;
 mod hosts;
 mod loading;
 mod masters;
+mod readonly;
 
 pub(crate) use acked::{Acked, Unconfirmed};
 
@@ -237,13 +238,18 @@ impl Conn {
         }
     }
 
-    /// A request's outcome; a failure that leaves the connection unusable retires it.
-    fn settle<T>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
+    /// A request's outcome; a failure that leaves the connection unusable retires it,
+    /// and so does a demoted master's READONLY (readonly.rs).
+    fn settle<T: readonly::Replies>(&self, reply: Result<RedisResult<T>, tokio::time::error::Elapsed>, epoch: u64) -> RedisResult<T> {
         match reply {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => {
+                if value.readonly() {
+                    self.retire(epoch);
+                }
+                Ok(value)
+            }
             Ok(Err(e)) => {
-                // READONLY: a master demoted by a failover that kept our connection.
-                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || e.code() == Some("READONLY") {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() || readonly::is_readonly(&e) {
                     self.retire(epoch);
                     self.hint_cluster();
                 }
