@@ -11,6 +11,7 @@ mod acquirer;
 mod guard;
 mod handoff;
 pub(crate) mod holder;
+mod later;
 mod lease;
 mod multi;
 mod note;

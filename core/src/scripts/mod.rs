@@ -36,6 +36,7 @@ scripts! {
     RENEW = "lock/renew.lua";
     FORCE_UNLOCK = "lock/force_unlock.lua";
     EXTEND = "lock/extend.lua";
+    RELEASE_LATER = "lock/release_later.lua";
     HOLDER_INFO = "lock/holder_info.lua";
     NOTES = "lock/notes.lua";
     FAIR_ACQUIRE = "lock/fair_acquire.lua";
