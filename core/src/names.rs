@@ -23,6 +23,7 @@ const INFO: &str = "ferrolock_holder_info";
 const QUEUE: &str = "redisson_lock_queue";
 const QUEUE_TIMEOUTS: &str = "redisson_lock_timeout";
 const RW_CHANNEL: &str = "redisson_rwlock";
+const LEADER_CHANNEL: &str = "ferrolock_leader";
 
 impl LockNames {
     pub fn new(name: &[u8]) -> Self {
@@ -88,6 +89,13 @@ impl LockNames {
     /// scripts/lock/holder_info.lua), ours only; in the slot of the latches.
     pub fn holder_info(&self, owner: &str) -> Vec<u8> {
         joined(&prefixed(INFO, &self.name), owner)
+    }
+
+    /// `ferrolock_leader:{n}`: an election's new leaders announce themselves there
+    /// (ours only: Redisson decodes every message on the lock channel as a number,
+    /// `0` waking one waiter and `1` all, so announcements keep off that channel).
+    pub fn leader_channel(&self) -> Vec<u8> {
+        prefixed(LEADER_CHANNEL, &self.name)
     }
 
     /// `redisson_unlock_latch:{n}:<request-id>`: the reply latch of one release request.

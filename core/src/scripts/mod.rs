@@ -57,6 +57,8 @@ scripts! {
     PERMITS_RELEASE = "permits/release.lua";
     LATCH_TRY_SET = "latch/try_set_count.lua";
     LATCH_COUNT_DOWN = "latch/count_down.lua";
+    ELECTION_ANNOUNCE = "election/announce.lua";
+    ELECTION_LEADER = "election/leader.lua";
 }
 
 /// The Redis command called on a line of one of our scripts, from an error that
