@@ -74,14 +74,13 @@ fn report(shown: &str, problem: Problem) -> i32 {
     }
 }
 
-/// Starts CMD with our stdin, stdout and stderr; `token` goes into FERROLOCK_TOKEN.
-pub fn spawn(command: &[OsString], token: Option<u64>) -> Result<tokio::process::Child, i32> {
+/// Starts CMD with our stdin, stdout and stderr, and `env` added to its environment
+/// (FERROLOCK_LOCK, FERROLOCK_TOKEN, FERROLOCK_TERM).
+pub fn spawn(command: &[OsString], env: &[(&str, OsString)]) -> Result<tokio::process::Child, i32> {
     let (program, args) = command.split_first().expect("clap requires CMD");
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
-    if let Some(token) = token {
-        cmd.env("FERROLOCK_TOKEN", token.to_string());
-    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.spawn().map_err(|e| {
         exit::say(&format!("cannot run {}: {e}", program.to_string_lossy()));
         if e.kind() == std::io::ErrorKind::NotFound {
