@@ -84,9 +84,8 @@ CMD gets FERROLOCK_LOCK (NAME) in its environment (and FERROLOCK_TOKEN with --fe
 sooner: the lock is left with a fixed lease for the rest and ferrolock exits (nothing
 keeps running). A cron job scheduled on several hosts runs once per tick when every
 host runs it with -n and a --min-hold longer than the hosts' clock skew (and shorter
-than the period minus that skew): a host whose cron fires late finds the lock held and
-skips (exit 1,
-or -E 0 to skip quietly). See the guide \"Cron on many hosts\".
+than the period minus that skew): a host whose cron fires late finds the lock held
+and skips (exit 1, or -E 0 to skip quietly). See the guide \"Cron on many hosts\".
 
 Other kinds (one URL each; they exclude each other and --fenced): --shared and
 --exclusive take the read and the write side of the read-write lock NAME (many
