@@ -147,7 +147,7 @@ pub(crate) struct RunArgs {
 
     /// Keep the lock until SECS after it was acquired even when CMD ends sooner (by a
     /// fixed lease for the rest: nothing keeps running): with -n on every host of a
-    /// cron job, a host whose clock or cron fires up to SECS late finds it held and skips
+    /// cron job, a host whose clock or cron fires up to SECS late finds it held and skips.
     /// One URL only
     #[arg(long, value_name = "SECS", value_parser = parse_lease, allow_negative_numbers = true, conflicts_with_all = ["semaphore", "shared"])]
     pub(crate) min_hold: Option<Duration>,
