@@ -142,7 +142,6 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
 /// `lease` after the acquisition (explicit lease) or after the last renewal, which
 /// is no later than now (watchdog lease; nothing renews it once ferrolock exits).
 struct LeaseBound {
-    acquired_at: Instant,
     fixed_until: Option<Instant>,
     watchdog: Duration,
 }
@@ -151,7 +150,6 @@ impl LeaseBound {
     /// Taken right after the acquisition returned: Redis set the expiry before replying.
     fn after_acquire(plan: &Plan, client: &Client) -> LeaseBound {
         LeaseBound {
-            acquired_at: Instant::now(),
             fixed_until: plan.acquire.lease.map(|lease| Instant::now() + lease),
             watchdog: client.config().watchdog_timeout,
         }
@@ -273,8 +271,8 @@ async fn supervise(child: tokio::process::Child, guard: Guard, plan: &Plan, leas
         let _ = guard.release().await;
         return exit::LOST;
     }
-    if let Some(left) = plan.min_hold.and_then(|min| min.checked_sub(lease.acquired_at.elapsed())).filter(|left| !left.is_zero()) {
-        return hold_on(guard, left, code).await;
+    if let Some(min_hold) = plan.min_hold {
+        return end_min_hold(guard, min_hold, lease, code).await;
     }
     // CMD is done; if the lock outlives us, that decides the exit status (CMD's is said).
     match release(guard, lease, &format!("; the command's own exit status was {code}")).await {
@@ -284,13 +282,14 @@ async fn supervise(child: tokio::process::Child, guard: Guard, plan: &Plan, leas
     }
 }
 
-/// --min-hold: CMD ended `left` before the minimum hold did; the lock stays held
-/// that much longer by a fixed lease (nothing is left running to renew or release
-/// it), so a host whose cron fires a little later finds it taken and skips.
-async fn hold_on(guard: Guard, left: Duration, code: i32) -> i32 {
+/// --min-hold: CMD ended; the lock stays held until `min_hold` after the acquire by
+/// a fixed lease (nothing is left running to renew or release it), so a host whose
+/// cron fires a little later finds it taken and skips; or it is released now if it
+/// was held that long already.
+async fn end_min_hold(guard: Guard, min_hold: Duration, lease: &LeaseBound, code: i32) -> i32 {
     let lock = guard.lock().clone();
-    match lock.release_after(left).await {
-        Ok(()) => {
+    match lock.release_min_hold(min_hold).await {
+        Ok(_) => {
             let _ = guard.into_hold();
             code
         }
@@ -299,11 +298,12 @@ async fn hold_on(guard: Guard, left: Duration, code: i32) -> i32 {
             exit::fail(&e)
         }
         Err(e) => {
-            // Still held and renewed: release it now rather than leave it to its lease.
-            exit::say(&format!("could not keep lock \"{}\" for --min-hold: {}; releasing it now", lock.name(), e.message()));
-            match guard.release().await {
-                Ok(_) => code,
-                Err(e) => exit::fail(&e),
+            // Nothing changed: still held and renewed. Release it as a run does.
+            exit::say(&format!("could not leave lock \"{}\" held for --min-hold: {}; releasing it now", lock.name(), e.message()));
+            match release(guard, lease, &format!("; the command's own exit status was {code}")).await {
+                Ok(None) => code,
+                Ok(Some(lost)) => exit::fail(&lost),
+                Err(not_released) => not_released,
             }
         }
     }

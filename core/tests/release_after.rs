@@ -36,6 +36,16 @@ async fn a_hold_released_later_stays_until_then_with_nothing_left_to_renew_or_re
     let notes: Vec<String> = redis::AsyncCommands::keys(&mut raw, "ferrolock_holder_info*").await.unwrap();
     assert!(notes.iter().all(|k| !k.ends_with(lock.owner())), "{notes:?}");
 
+    // The minimum hold: left to expire when it is not over yet, released when it is.
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    let left = lock.release_min_hold(Duration::from_secs(2)).await.unwrap().expect("kept");
+    assert!(left > Duration::from_millis(1500) && left <= Duration::from_secs(2), "{left:?}");
+    assert!(other.try_acquire().await.unwrap().is_none());
+    other.force_unlock().await.unwrap();
+    lock.acquire_hold(AcquireOptions::default()).await.unwrap().unwrap();
+    assert_eq!(lock.release_min_hold(Duration::from_millis(1)).await.unwrap(), None, "over already: released");
+    assert!(!lock.is_locked().await.unwrap());
+
     // Without a hold: NotOwner; a read hold: InvalidArgument.
     assert_eq!(lock.release_after(Duration::from_secs(1)).await.unwrap_err().kind(), ErrorKind::NotOwner);
     let rw = client.read_write_lock("rw").unwrap();

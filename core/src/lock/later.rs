@@ -34,6 +34,22 @@ impl Lock {
         })
         .await
     }
+
+    /// Ends this holder's hold at least `min_hold` after it was taken (a cron job run
+    /// on several hosts: a host whose schedule fires a little later finds it held
+    /// and skips): released now (every level) once it has lasted that long, else
+    /// left to expire when it has ([`Lock::release_after`] the rest). `Ok(None)`:
+    /// released now; `Ok(Some(left))`: it stays held that much longer. Errors as
+    /// [`Lock::release_all`] and [`Lock::release_after`].
+    pub async fn release_min_hold(&self, min_hold: Duration) -> Result<Option<Duration>> {
+        let held = self.one()?.cell.state.lock().unwrap();
+        let left = (held.count > 0).then(|| min_hold.saturating_sub(held.since.elapsed())).filter(|left| *left >= Duration::from_millis(1));
+        drop(held);
+        match left {
+            Some(left) => self.release_after(left).await.map(|()| Some(left)),
+            None => self.release_all().await.map(|_| None),
+        }
+    }
 }
 
 async fn release_later(h: &Arc<Holder>, ms: u64) -> Result<()> {
