@@ -258,3 +258,16 @@ async fn an_idle_observer_sends_nothing_and_reads_once_per_lease_while_someone_l
     leader_client.shutdown().await.unwrap();
     watcher.shutdown().await.unwrap();
 }
+
+/// What the bindings run on their runtimes must be `Send`.
+#[allow(dead_code)]
+fn calls_are_send(election: Election, mut observer: ferrolock::Observer) {
+    fn send<T: Send>(_: T) {}
+    send(async move {
+        let _ = election.campaign_hold(None).await;
+        let _ = election.observe().await;
+        let _ = election.leader().await;
+        let _ = election.resign().await;
+        let _ = observer.next().await;
+    });
+}

@@ -24,7 +24,10 @@ async fn a_hold_released_later_stays_until_then_with_nothing_left_to_renew_or_re
     // Held past several of the watchdog's periods (300 ms lease), as set, then free.
     let other = client.lock("tick").unwrap();
     assert!(other.try_acquire().await.unwrap().is_none());
+    // Not even its holder re-enters it: the hold moved to a field nobody writes.
+    assert!(lock.try_acquire().await.unwrap().is_none());
     let status = lock.status().await.unwrap();
+    assert_eq!(status.holders[0].owner, format!("{}:later", lock.owner()));
     assert!(status.holders[0].note.is_some(), "the note stays with the lock: {status:?}");
     assert!(status.remaining_lease.is_some_and(|l| l > Duration::from_millis(800)), "{status:?}");
     let got = other.acquire_with(AcquireOptions::wait(Duration::from_secs(5))).await.unwrap().expect("free once it expired");
@@ -53,4 +56,14 @@ async fn a_hold_released_later_stays_until_then_with_nothing_left_to_renew_or_re
     assert_eq!(rw.read().release_after(Duration::from_secs(1)).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
     assert_eq!(lock.release_after(Duration::ZERO).await.unwrap_err().kind(), ErrorKind::InvalidArgument);
     client.shutdown().await.unwrap();
+}
+
+/// What the bindings run on their runtimes must be `Send`.
+#[allow(dead_code)]
+fn calls_are_send(lock: ferrolock::Lock) {
+    fn send<T: Send>(_: T) {}
+    send(async move {
+        let _ = lock.release_after(Duration::from_secs(1)).await;
+        let _ = lock.release_min_hold(Duration::from_secs(1)).await;
+    });
 }

@@ -1,7 +1,8 @@
 //! A hold that ends later rather than now ([`Lock::release_after`]): a cron job's
-//! minimum hold. The lock keeps a fixed expiry on the server and the holder gives
-//! it up at once here: nothing renews it, nothing is left to release it, and no
-//! loss is told when it expires.
+//! minimum hold. The lock keeps a fixed expiry on the server, under a field no
+//! holder writes (`<owner>:later`: not even its holder re-enters it), and the
+//! holder gives it up at once here: nothing renews it, nothing is left to release
+//! it, and no loss is told when it expires.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +16,9 @@ use crate::validate;
 
 impl Lock {
     /// Ends this holder's hold `after` from now instead of now: the lock (with its
-    /// holder note) gets that fixed expiry on the server, and this holder gives the
-    /// hold up at once (every level; no more renewals, no release to send, no loss
+    /// holder note) gets that fixed expiry on the server, held under the field
+    /// `<owner>:later` (so that this holder cannot re-enter it either), and this
+    /// holder gives the hold up at once (every level; no more renewals, no release to send, no loss
     /// told when it expires), so its process may exit. Others get the lock once it
     /// expires. `NotOwner` without a hold, `LockLost` if the hold was lost,
     /// `InvalidArgument` for a read hold or a multi-lock. Should the call fail
@@ -42,9 +44,10 @@ impl Lock {
     /// released now; `Ok(Some(left))`: it stays held that much longer. Errors as
     /// [`Lock::release_all`] and [`Lock::release_after`].
     pub async fn release_min_hold(&self, min_hold: Duration) -> Result<Option<Duration>> {
-        let held = self.one()?.cell.state.lock().unwrap();
-        let left = (held.count > 0).then(|| min_hold.saturating_sub(held.since.elapsed())).filter(|left| *left >= Duration::from_millis(1));
-        drop(held);
+        let left = {
+            let held = self.one()?.cell.state.lock().unwrap();
+            (held.count > 0).then(|| min_hold.saturating_sub(held.since.elapsed())).filter(|left| *left >= Duration::from_millis(1))
+        };
         match left {
             Some(left) => self.release_after(left).await.map(|()| Some(left)),
             None => self.release_all().await.map(|_| None),
@@ -79,11 +82,14 @@ async fn release_later(h: &Arc<Holder>, ms: u64) -> Result<()> {
             return Err(e);
         }
     };
+    let later = format!("{}:later", h.field);
     let set: redis::RedisResult<i64> = scripts::RELEASE_LATER
         .key(&*h.names.name)
         .key(h.names.holder_info(&h.field))
+        .key(h.names.holder_info(&later))
         .arg(&*h.field)
         .arg(ms)
+        .arg(&later)
         .invoke_async(&mut conn)
         .await;
     match set {

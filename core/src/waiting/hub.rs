@@ -199,7 +199,8 @@ impl Hub {
         }
         let listener = Listener { shared: self.shared.clone(), channels: channels.to_vec(), id };
         let mut shutdown = self.shared.shutdown.clone();
-        let confirmed = futures_util::future::join_all(confirmations.iter_mut().map(|rx| rx.wait_for(|s| *s)));
+        // Each to a bool: a `Ref` kept by the join while the others wait is not Send.
+        let confirmed = futures_util::future::join_all(confirmations.iter_mut().map(|rx| async { rx.wait_for(|s| *s).await.is_ok() }));
         tokio::select! {
             _ = tokio::time::timeout(self.shared.config.response_timeout, confirmed) => {}
             _ = shutdown.wait_for(|down| *down) => {}
