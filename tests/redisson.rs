@@ -12,7 +12,8 @@
 //!
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
-//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs).
+//! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs),
+//! and an election on the name of an RLock and RFencedLock (election.rs).
 //!
 //! Run with `-- --nocapture` to see the measured wake-up times.
 
@@ -20,6 +21,8 @@
 mod counters;
 #[path = "redisson/driver.rs"]
 mod driver;
+#[path = "redisson/election.rs"]
+mod election;
 #[path = "redisson/family.rs"]
 mod family;
 #[path = "redisson/locks.rs"]
@@ -135,4 +138,5 @@ for_each_version! {
     family::fair_lock,
     family::read_write_lock,
     family::permit_expirable_semaphore,
+    election::election,
 }
