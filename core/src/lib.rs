@@ -86,3 +86,12 @@ pub use transport::{HostAddress, HostLink};
 #[cfg(all(doctest, docs_examples))]
 #[doc = include_str!("../../docs/site/guides/getting-started-rust.md")]
 mod docs_examples {}
+
+// The same for the guides to leader election and cron on many hosts.
+#[cfg(all(doctest, docs_examples))]
+#[doc = include_str!("../../docs/site/guides/leader-election.md")]
+mod docs_examples_election {}
+
+#[cfg(all(doctest, docs_examples))]
+#[doc = include_str!("../../docs/site/guides/cron.md")]
+mod docs_examples_cron {}

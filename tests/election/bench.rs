@@ -4,12 +4,16 @@
 //! run, the time to a new leader after a kill and after a resignation (p50, p99, max)
 //! and the safety checks; exits 1 if a check failed.
 //!
-//!     election-bench [KILLS [RESIGNS [LEASE_MS]]]      (defaults 20 20 1000)
+//!     election-bench [KILLS [RESIGNS [LEASE_MS [RUNS]]]]   (defaults 20 20 1000 all)
+//!
+//! RUNS picks runs by name, comma-separated: rust, python, node, c, mixed.
 
 mod run;
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("numbers")).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let picked: Option<Vec<String>> = (args.len() > 3).then(|| args.remove(3).split(',').map(str::to_string).collect());
+    let args: Vec<u64> = args.iter().map(|a| a.parse().expect("KILLS, RESIGNS and LEASE_MS are numbers")).collect();
     let (kills, resigns, lease_ms) = (args.first().copied().unwrap_or(20), args.get(1).copied().unwrap_or(20), args.get(2).copied().unwrap_or(1000));
     let runs: [(&str, Vec<&'static str>); 5] = [
         ("rust", vec!["rust"; 3]),
@@ -22,6 +26,9 @@ fn main() {
     println!("lease {lease_ms} ms (a new leader after a kill is promised within lease + one renewal interval = {bound} ms); {kills} kills, {resigns} resignations per run");
     let mut failed = false;
     for (label, langs) in runs {
+        if picked.as_ref().is_some_and(|p| !p.iter().any(|l| l == label)) {
+            continue;
+        }
         let config = run::Config { langs, kills: kills as usize, resigns: resigns as usize, lease_ms, lead_ms: 100 };
         let report = run::run(&config);
         let (f50, f99) = run::percentiles(&report.failover_ms);
