@@ -109,9 +109,9 @@ def test_asyncio_campaign_resign_observe_and_wait_lost(url: str, r: redis.Redis,
             with pytest.raises(asyncio.CancelledError):
                 await waiting
             assert not election.leading
-            leadership = other.leadership
-            assert leadership is not None
-            watcher = asyncio.ensure_future(leadership.wait_lost())
+            held = other.leadership
+            assert held is not None
+            watcher = asyncio.ensure_future(held.wait_lost())
             r.delete(name)
             assert "gone" in (await asyncio.wait_for(watcher, 10) or "")
             assert await other.resign() is False

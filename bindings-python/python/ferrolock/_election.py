@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from . import _native
 from ._args import check_seconds
@@ -63,7 +63,7 @@ class Leadership(_Scoped, _AsyncScoped):
     """One leadership of a candidate: its :attr:`term` and whether it was lost.
     ``with`` (or ``async with``) resigns when the block ends."""
 
-    def __init__(self, election: _ElectionBase[_ClientBase], term: int) -> None:
+    def __init__(self, election: _ElectionBase[Any], term: int) -> None:
         self._election = election
         self.term = term
         """The term: this leadership's fencing token, larger than every earlier leader's."""
