@@ -814,8 +814,11 @@ export class Election extends EventEmitter {
   leader(): Promise<Leader | null>;
   /** An observer of this election's changes of leader, subscribed from now on. */
   observe(): Promise<Observer>;
+  /** 'lost': a leadership of this candidate was lost (expired, force-unlocked, failover). */
   on(event: 'lost', listener: (err: LockLostError) => void): this;
+  /** Like `on('lost', ...)`, for the next loss only. */
   once(event: 'lost', listener: (err: LockLostError) => void): this;
+  /** Removes a 'lost' listener. */
   off(event: 'lost', listener: (err: LockLostError) => void): this;
 }
 
