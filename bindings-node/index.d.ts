@@ -816,10 +816,13 @@ export class Election extends EventEmitter {
   observe(): Promise<Observer>;
   /** 'lost': a leadership of this candidate was lost (expired, force-unlocked, failover). */
   on(event: 'lost', listener: (err: LockLostError) => void): this;
-  /** Like `on('lost', ...)`, for the next loss only. */
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** 'lost', once. */
   once(event: 'lost', listener: (err: LockLostError) => void): this;
-  /** Removes a 'lost' listener. */
-  off(event: 'lost', listener: (err: LockLostError) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** The same as `on('lost', listener)`. */
+  addListener(event: 'lost', listener: (err: LockLostError) => void): this;
+  addListener(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
 /** Options of `observer.next()`. */
