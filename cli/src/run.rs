@@ -289,6 +289,13 @@ async fn supervise(child: tokio::process::Child, guard: Guard, plan: &Plan, leas
 async fn end_min_hold(guard: Guard, min_hold: Duration, lease: &LeaseBound, code: i32) -> i32 {
     let lock = guard.lock().clone();
     match lock.release_min_hold(min_hold).await {
+        // Released now, but Redis did not answer within the retry window (as release() says).
+        Ok(None) if lock.is_settling() => {
+            let _ = guard.into_hold();
+            exit::say(&format!("could not release lock \"{}\": Redis did not answer within the retry window; check that Redis is running", lock.name()));
+            exit::say(&format!("lock \"{}\" may stay held until its lease ends, {}; the command's own exit status was {code}", lock.name(), lease.describe()));
+            exit::NOT_RELEASED
+        }
         Ok(_) => {
             let _ = guard.into_hold();
             code
