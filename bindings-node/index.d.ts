@@ -841,6 +841,7 @@ export class Observer implements AsyncIterable<Leader | null> {
   private constructor();
   /** The next change; undefined when `timeoutMs` ran out first. */
   next(options?: ObserverNextOptions): Promise<Leader | null | undefined>;
+  /** `for await (const leader of observer)`: each change, as `next()` without a timeout. */
   [Symbol.asyncIterator](): AsyncIterator<Leader | null>;
 }
 
