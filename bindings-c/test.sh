@@ -228,7 +228,7 @@ run_asan() {
     TMPDIR="$WORK" timeout 120 "$BUILD/$name"
 }
 check_two run_asan counter reentrancy wait lease lost fenced kind statuses thread_exit thread_connection acl options sentinel \
-    redlock handles closed extend metrics inspect notes rwlock fair semaphore permits latch
+    redlock handles closed extend metrics inspect notes rwlock fair semaphore permits latch election
 
 # The fault tests (tests/fault_*.c, issue 29) steer tests/harness's fault-proxy, in
 # front of their redis-server, over its stdin (tests/fault_proxy.h).

@@ -165,6 +165,13 @@ export interface UsingOptions {
    * lock's `label` option does; `null` removes it. At most 600 bytes.
    */
   label?: string | null;
+  /**
+   * The hold ends no sooner than this long after it was taken, even when `fn` ends
+   * (or throws) sooner: the rest is left on a fixed lease, nothing renews or releases
+   * it. A job scheduled on several hosts, each trying with `waitMs: 0`, runs once per
+   * tick when this is longer than the hosts' clock skew (single locks).
+   */
+  minHoldMs?: number;
 }
 
 /** The `code` of every ferrolock error, one per kind (the same as Python's `LockError.code`). */
@@ -732,6 +739,11 @@ export class Client {
    * (a new one, or the one `holderId` / `owner` pick).
    */
   readWriteLock(name: string | Uint8Array, options?: LockOptions): ReadWriteLock;
+  /**
+   * A new candidate in the leader election `name`: the fenced lock of that name, for a
+   * holder of its own (a Redisson `RLock` of the name excludes it and is excluded).
+   */
+  election(name: string | Uint8Array, options?: ElectionOptions): Election;
   /** The semaphore `name` (Redisson's `RSemaphore`): permits nobody owns. */
   semaphore(name: string | Uint8Array): Semaphore;
   /** The permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`). */
@@ -766,6 +778,101 @@ export class Client {
   close(): Promise<void>;
   /** For `await using`: awaits `release()` (a `Client` or `Redlock`: `close()`). */
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Options of `client.election()`. */
+export interface ElectionOptions {
+  /** Names this candidate in its leader note (the replica, pod or job). At most 600 bytes. */
+  label?: string | null;
+}
+
+/** Options of `election.campaign()`. */
+export interface CampaignOptions {
+  /** Longest wait; when it runs out `campaign` resolves null. Default: no bound (0: one try). */
+  waitMs?: number;
+  /** Aborts the campaign: rejects with an AbortError (`code === 'ERR_CANCELLED'`), nothing held. */
+  signal?: AbortSignal;
+}
+
+/** Who leads an election. */
+export interface Leader {
+  /** The leadership's term: the fencing token its campaign took. */
+  readonly term: bigint;
+  /** Who it is: its owner field and note (`heldForMs` null when told by the new leader's announcement). */
+  readonly holder: HolderStatus;
+  /** Ms left on its lease when read or announced; null for a lock without expiry. */
+  readonly leaseLeftMs: number | null;
+}
+
+/** One leadership of a candidate, from `election.campaign()`. */
+export class Leadership {
+  private constructor();
+  /** The term: this leadership's fencing token, larger than every earlier leader's. */
+  readonly term: bigint;
+  /** Aborted (with a `LockLostError` as reason) when this leadership is lost; never by a resignation. */
+  readonly signal: AbortSignal;
+  /** True once this leadership was lost (told before another candidate can lead). */
+  readonly lost: boolean;
+  /** Resigns: true, or false if it was lost (or resigned) meanwhile. */
+  resign(): Promise<boolean>;
+  /** For `await using`: `resign()`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * A candidate in a leader election (`client.election(name)`): campaigns, leads with a
+ * term (the fencing token of the election's lock), resigns. Emits `'lost'` (a
+ * `LockLostError`) when a leadership of it is lost.
+ */
+export class Election extends EventEmitter {
+  private constructor();
+  /** The election's name. */
+  readonly name: string;
+  /** The owner field this candidate writes while it leads. */
+  readonly owner: string;
+  /** The fenced lock this candidate holds while it leads. */
+  readonly lock: Lock;
+  /** True while this candidate leads (until it resigns or learns of a loss). */
+  readonly leading: boolean;
+  /** The term of this candidate's leadership while it leads, else null. */
+  readonly term: bigint | null;
+  /** Waits (on pub/sub) until this candidate leads; null when `waitMs` ran out first. */
+  campaign(options?: CampaignOptions): Promise<Leadership | null>;
+  /** Ends this candidate's leadership: true if it led, false if it did not (any more). */
+  resign(): Promise<boolean>;
+  /** Who leads now (one read), or null. */
+  leader(): Promise<Leader | null>;
+  /** An observer of this election's changes of leader, subscribed from now on. */
+  observe(): Promise<Observer>;
+  /** 'lost': a leadership of this candidate was lost (expired, force-unlocked, failover). */
+  on(event: 'lost', listener: (err: LockLostError) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** 'lost', once. */
+  once(event: 'lost', listener: (err: LockLostError) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** The same as `on('lost', listener)`. */
+  addListener(event: 'lost', listener: (err: LockLostError) => void): this;
+  addListener(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+/** Options of `observer.next()`. */
+export interface ObserverNextOptions {
+  /** Longest wait; when it runs out `next` resolves undefined. Default: no bound. */
+  timeoutMs?: number;
+  /** Aborts the wait: rejects with an AbortError; no change is lost. */
+  signal?: AbortSignal;
+}
+
+/**
+ * An election's changes of leader, in order: who leads now, then each new leader, or
+ * null when nobody leads. Woken by Redis and the leader's lease end, never by polling.
+ */
+export class Observer implements AsyncIterable<Leader | null> {
+  private constructor();
+  /** The next change; undefined when `timeoutMs` ran out first. */
+  next(options?: ObserverNextOptions): Promise<Leader | null | undefined>;
+  /** `for await (const leader of observer)`: each change, as `next()` without a timeout. */
+  [Symbol.asyncIterator](): AsyncIterator<Leader | null>;
 }
 
 /** One of core's log events, as `setLogger`'s function receives it. */

@@ -19,6 +19,11 @@ export declare class NativeClient {
    * may take read holds.
    */
   readWriteLock(name: string | Buffer, holderId?: number | undefined | null, owner?: string | undefined | null): Array<number>
+  /**
+   * A new candidate in the leader election `name`; its fenced lock is the lock
+   * handle `lockId` of the result (a new holder).
+   */
+  election(name: string | Buffer): NativeElection
   /** A handle on the semaphore `name` (Redisson's `RSemaphore`). */
   semaphore(name: string | Buffer): NativeSemaphore
   /** A handle on the permit-expirable semaphore `name` (Redisson's `RPermitExpirableSemaphore`). */
@@ -79,6 +84,23 @@ export declare class NativeClient {
   scan(prefix?: string | Buffer | undefined | null): Promise<Array<string>>
 }
 
+/** One candidate of one election; its lock is the lock handle `lockId`. */
+export declare class NativeElection {
+  /** The lock handle of this candidate's fenced lock (lock.rs): its holds are the leaderships. */
+  get lockId(): number
+  get name(): string
+  /**
+   * Campaigns until this candidate leads, at most `waitMs` (unbounded when absent):
+   * the leadership as its lock's hold (its token is the term), or null. `cancelId`
+   * (from `newCancel`) ends the campaign, leading nothing.
+   */
+  campaign(waitMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<HoldInfo | undefined | null>
+  /** Who leads now (one read), or null. */
+  leader(): Promise<LeaderInfo | undefined | null>
+  /** An observer of this election's leadership changes, subscribed from now on. */
+  observe(): Promise<NativeObserver>
+}
+
 /** Redisson's `RCountDownLatch`. */
 export declare class NativeLatch {
   get name(): string
@@ -93,6 +115,15 @@ export declare class NativeLatch {
    * counting down then. `cancelId` aborts the wait.
    */
   wait(waitMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<boolean>
+}
+
+/** The leadership changes of one election, in order. */
+export declare class NativeObserver {
+  /**
+   * The next change (the first call: who leads now), waiting at most `timeoutMs`
+   * (unbounded when absent). `cancelId` ends the wait; no change is lost either way.
+   */
+  next(timeoutMs?: number | undefined | null, cancelId?: number | undefined | null): Promise<ObservedChange>
 }
 
 /** Redisson's `RPermitExpirableSemaphore`: permits with ids and optional leases. */
@@ -245,6 +276,16 @@ export interface Inspection {
   evictionPolicy?: string
 }
 
+/** Who leads an election (core's `Leader`). */
+export interface LeaderInfo {
+  /** The leadership's term: the fencing token its campaign took. */
+  term: bigint
+  /** Who it is: owner field and note (`heldForMs` absent when told by the new leader's announcement). */
+  holder: HolderStatus
+  /** Ms left on its lease when read or announced; absent for a lock without expiry. */
+  leaseLeftMs?: number
+}
+
 /** How many lock handles this thread keeps (lib/lock.js drops a collected Lock's). */
 export declare function liveLocks(): number
 
@@ -292,6 +333,13 @@ export declare function lockReacquire(id: number): Promise<number>
 
 /** Releases every level at once. */
 export declare function lockReleaseAll(id: number): Promise<undefined>
+
+/**
+ * Ends this holder's hold no sooner than `ms` after it was taken (a cron job's
+ * minimum hold): now once it lasted that long, else it is left on a fixed lease
+ * until then. Resolves with the ms it stays held, or null when released now.
+ */
+export declare function lockReleaseMinHold(id: number, ms: number): Promise<number | undefined | null>
 
 /**
  * Ms left on the lease of whoever holds it; `null` when not locked, `Infinity`
@@ -377,6 +425,14 @@ export declare function multiLock(members: Array<number>, quorum: string): numbe
 
 /** A cancel handle for one acquire call. Pass it to `acquire`; `cancel(id)` stops that wait. */
 export declare function newCancel(): number
+
+/** One change an observer tells, or none before its timeout. */
+export interface ObservedChange {
+  /** False when the timeout passed without a change. */
+  changed: boolean
+  /** Who leads from now on; absent when nobody does (or nothing changed). */
+  leader?: LeaderInfo
+}
 
 /** A permit out, as `inspect()` reports it. */
 export interface PermitOut {

@@ -1565,3 +1565,214 @@ async fn unix_socket_urls() {
     }
     assert!(keys(&mut raw).await.is_empty());
 }
+
+// ---- elect, leader, run --min-hold (issue 42: leader election and cron on many hosts)
+
+/// A CMD for `ferrolock elect` as candidate `tag`: appends its term and lock to
+/// `<tag>-terms`, then exits at once while fewer than `exits` runs are recorded;
+/// otherwise writes `<tag>-ready` and holds until `<tag>-stop` exists (writing
+/// `<tag>-got` and exiting 12 on SIGTERM).
+fn candidate_script(scratch: &Scratch, tag: &str, exits: usize) -> Vec<String> {
+    let (terms, ready, stop, got) =
+        (scratch.path(&format!("{tag}-terms")), scratch.path(&format!("{tag}-ready")), scratch.path(&format!("{tag}-stop")), scratch.path(&format!("{tag}-got")));
+    sh(&format!(
+        "echo \"$FERROLOCK_TERM $FERROLOCK_LOCK $FERROLOCK_TOKEN\" >> {terms}\n\
+         if [ $(wc -l < {terms}) -le {exits} ]; then exit 0; fi\n\
+         trap 'echo TERM >> {got}; exit 12' TERM\n\
+         echo ready > {ready}\n\
+         i=0\n\
+         while [ ! -e {stop} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
+    ))
+}
+
+/// The terms `candidate_script` recorded (each line's first word), checking its other words.
+fn recorded_terms(scratch: &Scratch, tag: &str, name: &str) -> Vec<u64> {
+    let text = scratch.read(&format!("{tag}-terms")).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            assert_eq!(&words[1..], [name, words[0]], "FERROLOCK_LOCK and FERROLOCK_TOKEN beside the term: {line:?}");
+            words[0].parse().unwrap()
+        })
+        .collect()
+}
+
+fn elect_cmd(server: &RedisServer, options: &[&str], name: &str, command: &[String]) -> Command {
+    let mut cmd = ferrolock(server, &["elect"]);
+    cmd.args(options).arg(name).arg("--").args(command);
+    cmd
+}
+
+async fn wait_for_terms(scratch: &Scratch, tag: &str, name: &str, n: usize) -> Vec<u64> {
+    eventually(Duration::from_secs(10), &format!("{n} terms of {tag}"), || {
+        let count = recorded_terms(scratch, tag, name).len();
+        async move { count >= n }
+    })
+    .await;
+    recorded_terms(scratch, tag, name)
+}
+
+#[tokio::test]
+async fn elect_runs_cmd_while_leading_and_sigterm_resigns_to_the_next_candidate() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let first = Running::start(&mut elect_cmd(&server, &[], "sched", &candidate_script(&scratch, "a", 0)));
+    scratch.wait_for("a-ready").await;
+    let term = wait_for_terms(&scratch, "a", "sched", 1).await[0];
+    // `leader` answers at once with the leader's own note (its pid: ferrolock's).
+    let out = finish(&mut ferrolock(&server, &["leader", "sched", "--json"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    let shown: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(shown["leader"]["term"], term, "{shown}");
+    assert_eq!(shown["leader"]["info"]["pid"], first.pid(), "{shown}");
+    assert!(shown["leader"]["info"]["cmd"].as_str().is_some_and(|c| c.starts_with("sh -c")), "{shown}");
+    let out = finish(&mut ferrolock(&server, &["leader", "sched"]));
+    assert!(out.stdout.starts_with(&format!("term {term}: ")) && out.stdout.contains(&format!("pid {}", first.pid())), "{out:?}");
+
+    let second = Running::start(&mut elect_cmd(&server, &["--once"], "sched", &candidate_script(&scratch, "b", 0)));
+    let conn = server.raw().await;
+    eventually(Duration::from_secs(10), "the second candidate to wait", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, &channel_of("sched")).await == 1 }
+    })
+    .await;
+    // SIGTERM: CMD gets it, ends, and ferrolock resigns (the next leads at once) and
+    // exits with CMD's status.
+    first.signal("TERM");
+    let out = first.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 12, "{out:?}");
+    assert_eq!(scratch.read("a-got").as_deref(), Some("TERM"));
+    scratch.wait_for("b-ready").await;
+    let next = recorded_terms(&scratch, "b", "sched");
+    assert!(next.len() == 1 && next[0] > term, "{next:?} after {term}");
+    std::fs::write(scratch.path("b-stop"), "").unwrap();
+    let out = second.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 0, "--once: CMD's status: {out:?}");
+    assert_nothing_locked(&server).await;
+    let out = finish(&mut ferrolock(&server, &["leader", "sched"]));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "no leader\n"), "{out:?}");
+}
+
+#[tokio::test]
+async fn elect_campaigns_again_when_cmd_ends_and_when_leadership_is_lost() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    // The first two runs of CMD exit at once: each time ferrolock resigns and leads again.
+    let running = Running::start(&mut elect_cmd(&server, &["--watchdog", "0.3", "--restart-delay", "0"], "again", &candidate_script(&scratch, "c", 2)));
+    scratch.wait_for("c-ready").await;
+    let terms = recorded_terms(&scratch, "c", "again");
+    assert!(terms.len() == 3 && terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
+    // Lost while CMD runs: CMD gets SIGTERM, then ferrolock campaigns and leads again.
+    std::fs::remove_file(scratch.path("c-ready")).unwrap();
+    let out = finish(&mut ferrolock(&server, &["unlock", "--force", "again"]));
+    assert_eq!(out.code, 0, "{out:?}");
+    scratch.wait_for("c-ready").await;
+    let terms = wait_for_terms(&scratch, "c", "again", 4).await;
+    assert!(terms[3] > terms[2], "{terms:?}");
+    assert_eq!(scratch.read("c-got").as_deref(), Some("TERM"));
+    running.signal("TERM");
+    let out = running.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 12, "{out:?}");
+    assert!(out.stderr.contains("lost"), "{out:?}");
+    assert_nothing_locked(&server).await;
+
+    // --once: a lost leadership ends it with 75.
+    let once = Running::start(&mut elect_cmd(&server, &["--once", "--watchdog", "0.3"], "once", &candidate_script(&scratch, "d", 0)));
+    scratch.wait_for("d-ready").await;
+    finish(&mut ferrolock(&server, &["unlock", "--force", "once"]));
+    let out = once.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 75, "{out:?}");
+    assert_eq!(scratch.read("d-got").as_deref(), Some("TERM"));
+    assert_nothing_locked(&server).await;
+}
+
+#[tokio::test]
+async fn leader_watch_prints_each_change_and_a_signal_stops_a_campaign() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let log = scratch.path("watch.log");
+    let mut watch = ferrolock(&server, &["leader", "w", "--watch"]);
+    watch.stdout(std::fs::File::create(&log).unwrap());
+    let mut watch = Running { child: watch.stderr(Stdio::piped()).spawn().unwrap() };
+    let lines = |n: usize| {
+        let log = log.clone();
+        async move { std::fs::read_to_string(&log).unwrap_or_default().lines().count() >= n }
+    };
+    eventually(Duration::from_secs(10), "the first line", || lines(1)).await;
+    let leader = Running::start(&mut elect_cmd(&server, &["--once"], "w", &candidate_script(&scratch, "e", 0)));
+    scratch.wait_for("e-ready").await;
+    let term = recorded_terms(&scratch, "e", "w")[0];
+    // A second candidate waits; SIGINT stops its campaign with nothing held.
+    let waiting = Running::start(&mut elect_cmd(&server, &[], "w", &candidate_script(&scratch, "f", 0)));
+    let conn = server.raw().await;
+    // The watch listens on the lock's channel too.
+    eventually(Duration::from_secs(10), "the second candidate to wait", || {
+        let mut conn = conn.clone();
+        async move { numsub(&mut conn, &channel_of("w")).await == 2 }
+    })
+    .await;
+    waiting.signal("INT");
+    let out = waiting.finish(Duration::from_secs(10)).await;
+    assert_eq!(out.code, 130, "{out:?}");
+    assert!(out.stderr.contains("stopped campaigning") && out.stderr.contains("nothing is held"), "{out:?}");
+    std::fs::write(scratch.path("e-stop"), "").unwrap();
+    assert_eq!(leader.finish(Duration::from_secs(10)).await.code, 0);
+    eventually(Duration::from_secs(10), "three lines", || lines(3)).await;
+    assert!(!watch.has_exited());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let shown: Vec<&str> = text.lines().collect();
+    assert_eq!(shown[0], "no leader", "{text}");
+    assert!(shown[1].starts_with(&format!("term {term}: ")) && shown[1].contains(&format!("pid {}", leader_pid(&shown[1]))), "{text}");
+    assert_eq!(&shown[2..], ["no leader"], "{text}");
+    assert!(scratch.read("f-terms").is_none(), "the stopped candidate never led");
+    watch.signal("TERM");
+    let _ = watch.child.wait();
+    assert_nothing_locked(&server).await;
+}
+
+/// The pid a `leader` line names.
+fn leader_pid(line: &str) -> u32 {
+    line.split("pid ").nth(1).and_then(|rest| rest.split(' ').next()).and_then(|pid| pid.trim_end_matches(':').parse().ok()).unwrap_or_else(|| panic!("no pid in {line:?}"))
+}
+
+#[tokio::test]
+async fn min_hold_keeps_the_lock_after_a_short_cmd_and_no_process_is_left() {
+    let server = RedisServer::start();
+    let scratch = Scratch::new();
+    let started = Instant::now();
+    let marker = scratch.path("lock-name");
+    let out = finish(&mut run_cmd(&server, &["-n", "--min-hold", "1.5"], "tick", &sh(&format!("echo $FERROLOCK_LOCK > {marker}"))));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(scratch.read("lock-name").as_deref(), Some("tick"), "CMD gets FERROLOCK_LOCK");
+    // Its process is gone (finish waited for it); the lock stays, on a fixed lease.
+    let mut conn = server.raw().await;
+    let pttl: i64 = redis::cmd("PTTL").arg("tick").query_async(&mut conn).await.unwrap();
+    assert!((1..=1500).contains(&pttl), "pttl {pttl}");
+    let out = finish(&mut run_cmd(&server, &["-n"], "tick", &sh("echo ran")));
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "a second host skips: {out:?}");
+    let status = status_json(&server, "tick").await;
+    assert_eq!(status["holders"][0]["info"]["cmd"], format!("sh -c 'echo $FERROLOCK_LOCK > {marker}'"), "{status}");
+    eventually(Duration::from_secs(10), "the minimum hold to end", || async {
+        keys(&mut server.raw().await).await.is_empty()
+    })
+    .await;
+    assert!(started.elapsed() >= Duration::from_millis(1500), "free {:?} after the first run started", started.elapsed());
+    let out = finish(&mut run_cmd(&server, &["-n"], "tick", &sh("echo ran")));
+    assert_eq!((out.code, out.stdout.as_str()), (0, "ran\n"), "{out:?}");
+    // A CMD longer than the minimum: released at its end as usual.
+    let out = finish(&mut run_cmd(&server, &["-n", "--min-hold", "0.1"], "tick", &sh("sleep 0.3")));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_nothing_locked(&server).await;
+    for (args, needle) in [
+        (&["run", "--min-hold", "1", "--semaphore", "2", "x", "--", "true"][..], "--semaphore"),
+        (&["run", "--min-hold", "0", "x", "--", "true"], "--min-hold"),
+        (&["--url", "redis://a:1", "--url", "redis://b:1", "run", "--min-hold", "1", "x", "--", "true"], "--min-hold takes one URL"),
+        (&["--url", "redis://a:1", "--url", "redis://b:1", "elect", "x", "--", "true"], "one URL"),
+        (&["elect", "x"], "<CMD>"),
+        (&["elect", "--once", "--restart-delay", "1", "x", "--", "true"], "--restart-delay"),
+    ] {
+        let out = finish(&mut ferrolock(&server, args));
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(needle), "{args:?}: {out:?}");
+    }
+}

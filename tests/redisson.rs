@@ -13,7 +13,8 @@
 //! Objects: the reentrant and fenced locks (locks.rs), the semaphore and the
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
 //! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs);
-//! the calls of docs/site/migration/redisson.md those do not make (api.rs); and a mixed
+//! the calls of docs/site/migration/redisson.md those do not make (api.rs); an election on the
+//! name of an RLock and RFencedLock (election.rs); and a mixed
 //! fleet on a Cluster, Redisson in cluster mode (cluster.rs). Each test names the rows
 //! of that page it backs (`// row: redisson/ID`; scripts/docs/check_rows.py).
 //!
@@ -27,6 +28,8 @@ mod cluster;
 mod counters;
 #[path = "redisson/driver.rs"]
 mod driver;
+#[path = "redisson/election.rs"]
+mod election;
 #[path = "redisson/family.rs"]
 mod family;
 #[path = "redisson/locks.rs"]
@@ -150,4 +153,5 @@ for_each_version! {
     api::expirable_permits,
     api::synced_slaves_default,
     cluster::mixed_fleet_on_a_cluster,
+    election::election,
 }

@@ -271,6 +271,13 @@ typedef enum ferrolock_replica_ack {
 typedef struct ferrolock_client ferrolock_client;
 
 /**
+ * A candidate in a leader election: `ferrolock_election_new()`. The candidate is
+ * the handle (any thread may campaign or resign through it, one campaign at a time).
+ * Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
+ */
+typedef struct ferrolock_election ferrolock_election;
+
+/**
  * A snapshot of what a name is and what is going on there, from
  * `ferrolock_inspect()`: read it with the `ferrolock_inspection_*()` accessors, free
  * it with `ferrolock_inspection_free()`. Immutable: thread-safe. Opaque.
@@ -289,6 +296,11 @@ typedef struct ferrolock_latch ferrolock_latch;
  * Opaque: a handle value, not a pointer to memory (see "Ownership" at the top).
  */
 typedef struct ferrolock_lock ferrolock_lock;
+
+/**
+ * The leadership changes of one election: `ferrolock_observer_new()`. Opaque.
+ */
+typedef struct ferrolock_observer ferrolock_observer;
 
 /**
  * A handle on a permit-expirable semaphore (Redisson `RPermitExpirableSemaphore`):
@@ -1149,6 +1161,171 @@ enum ferrolock_status ferrolock_lock_on_lost(struct ferrolock_lock *lock,
                                              void *user);
 
 /**
+ * Creates a candidate in the leader election `name`: the fenced lock of that name
+ * (Redisson `RFencedLock`; an `RLock` of the name excludes it and is excluded by a
+ * leader), for a holder of its own. Sends nothing to Redis.
+ *
+ * @param client a live client.
+ * @param name NUL-terminated UTF-8, 1 to 4096 bytes. Copied.
+ * @param out receives the handle, or NULL on failure. Free it with `ferrolock_election_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, bad name);
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`.
+ */
+enum ferrolock_status ferrolock_election_new(struct ferrolock_client *client,
+                                             const char *name,
+                                             struct ferrolock_election **out);
+
+/**
+ * Frees a candidate; if it leads, it resigns first (blocking, bounded by the
+ * client's timeouts). NULL is fine.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for a
+ *         handle that was already freed.
+ */
+enum ferrolock_status ferrolock_election_free(struct ferrolock_election *election);
+
+/**
+ * Campaigns until this candidate leads: waits (on pub/sub, as an acquire does) for
+ * the leader to resign or its lease to run out.
+ *
+ * @param wait_ms -1: as long as it takes; 0: one try; otherwise the longest wait in ms.
+ * @param term receives the leadership's term (its fencing token: larger than every
+ *        earlier leader's) when it leads.
+ * @return `FERROLOCK_OK` (leading); `FERROLOCK_NOT_ACQUIRED` (another led all along);
+ *         `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, freed handle, `wait_ms`
+ *         out of range, this candidate leads already or campaigns on another thread);
+ *         `FERROLOCK_ERR_CLIENT_CLOSED`; `FERROLOCK_ERR_CONNECTION`;
+ *         `FERROLOCK_ERR_PERMISSION`; `FERROLOCK_ERR_WRONG_TYPE`;
+ *         `FERROLOCK_ERR_NOT_REPLICATED`; `FERROLOCK_ERR_INTERNAL`.
+ *
+ * Blocks the calling thread. The leadership lasts until `ferrolock_election_resign()`,
+ * `ferrolock_election_free()`, the client's free, or its loss (told by
+ * `ferrolock_election_on_lost()` and `ferrolock_election_is_lost()`).
+ */
+enum ferrolock_status ferrolock_election_campaign(struct ferrolock_election *election,
+                                                  int64_t wait_ms,
+                                                  uint64_t *term);
+
+/**
+ * Ends this candidate's leadership: the next candidate may lead at once.
+ *
+ * @param resigned receives true if it led, false if it did not (any more: a lost
+ *        leadership was told by its callback); may be NULL.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_CONNECTION` (nothing was sent: it still leads).
+ *
+ * Blocks the calling thread. Thread-safe.
+ */
+enum ferrolock_status ferrolock_election_resign(struct ferrolock_election *election,
+                                                bool *resigned);
+
+/**
+ * The term of this candidate's leadership while it leads (local view: until it
+ * resigns or learns of a loss).
+ *
+ * @param term receives the term, or 0 when it does not lead.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument).
+ *
+ * Does not block. Thread-safe.
+ */
+enum ferrolock_status ferrolock_election_term(struct ferrolock_election *election, uint64_t *term);
+
+/**
+ * Whether this candidate's latest leadership was lost (until it leads again).
+ *
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument).
+ * Does not block. Thread-safe.
+ */
+enum ferrolock_status ferrolock_election_is_lost(struct ferrolock_election *election, bool *out);
+
+/**
+ * Sets the callback told when a leadership of this candidate is lost (as
+ * `ferrolock_lock_on_lost()` for a lock: on a library thread, with the election's
+ * name, before another candidate can lead); `cb` NULL removes it. Once this
+ * returns, the previous callback is not running and will not be called again.
+ *
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL election).
+ */
+enum ferrolock_status ferrolock_election_on_lost(struct ferrolock_election *election,
+                                                 ferrolock_lost_cb cb,
+                                                 void *user);
+
+/**
+ * Names this candidate in its leader note (what `ferrolock leader`, other
+ * languages' `leader()` and observers show). Sends nothing to Redis.
+ *
+ * @param label NUL-terminated UTF-8, at most 600 bytes; NULL or "" removes it. Copied.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL or freed handle,
+ *         invalid UTF-8, too long).
+ */
+enum ferrolock_status ferrolock_election_set_label(struct ferrolock_election *election,
+                                                   const char *label);
+
+/**
+ * Who leads now (one read): the term and the leader's note. Call it through
+ * `ferrolock_election_leader(election, &term, &holder)` (inline in the header).
+ *
+ * @param term receives the leader's term, 0 when nobody leads.
+ * @param out receives the leader (`out->owner` NULL when nobody leads); its strings
+ *        are owned by the handle, valid until this thread's next call of this
+ *        function on it, or until the handle is freed.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT` (NULL argument, freed
+ *         handle, a `size` under 4 or over 4096); `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_CONNECTION`; `FERROLOCK_ERR_WRONG_TYPE`; `FERROLOCK_ERR_PERMISSION`.
+ *
+ * Blocks the calling thread (two round-trips). Thread-safe.
+ */
+enum ferrolock_status ferrolock_election_leader_sized(struct ferrolock_election *election,
+                                                      uint64_t *term,
+                                                      struct ferrolock_holder *out,
+                                                      uint32_t size);
+
+/**
+ * An observer of this election's leadership changes, subscribed from now on: the
+ * first `ferrolock_observer_next()` tells who leads now, each later one the next
+ * change (a new leader, or nobody), in order. It is woken by Redis (a new leader's
+ * announcement, a release) and by the leader's lease end, never by polling.
+ *
+ * @param out receives the observer, or NULL on failure. Free it with `ferrolock_observer_free()`.
+ * @return `FERROLOCK_OK`; `FERROLOCK_ERR_INVALID_ARGUMENT`; `FERROLOCK_ERR_CLIENT_CLOSED`;
+ *         `FERROLOCK_ERR_CONNECTION`.
+ *
+ * Blocks until subscribed (bounded by the response timeout). Thread-safe.
+ */
+enum ferrolock_status ferrolock_observer_new(struct ferrolock_election *election,
+                                             struct ferrolock_observer **out);
+
+/**
+ * The next leadership change. Call it through `ferrolock_observer_next(observer,
+ * timeout_ms, &term, &holder)` (inline in the header).
+ *
+ * @param timeout_ms -1: as long as it takes; otherwise the longest wait in ms.
+ * @param term receives the new leader's term, 0 when nobody leads now.
+ * @param out receives the new leader (`out->owner` NULL when nobody leads); its
+ *        strings are owned by the observer, valid until its next change is told or
+ *        it is freed.
+ * @return `FERROLOCK_OK` (a change); `FERROLOCK_NOT_ACQUIRED` (none within
+ *         `timeout_ms`: nothing written, no change lost); `FERROLOCK_ERR_INVALID_ARGUMENT`;
+ *         `FERROLOCK_ERR_CLIENT_CLOSED` (also when the client is freed meanwhile);
+ *         `FERROLOCK_ERR_CONNECTION`.
+ *
+ * Blocks the calling thread. Calls on one observer are taken one at a time.
+ */
+enum ferrolock_status ferrolock_observer_next_sized(struct ferrolock_observer *observer,
+                                                    int64_t timeout_ms,
+                                                    uint64_t *term,
+                                                    struct ferrolock_holder *out,
+                                                    uint32_t size);
+
+/**
+ * Frees an observer (it leaves its channels). NULL is fine.
+ *
+ * @return `FERROLOCK_OK` (also for NULL); `FERROLOCK_ERR_INVALID_ARGUMENT` for an
+ *         observer that was already freed.
+ */
+enum ferrolock_status ferrolock_observer_free(struct ferrolock_observer *observer);
+
+/**
  * Creates a handle on the semaphore `name` (Redisson `RSemaphore`, the same keys and
  * messages). Sends nothing to Redis; a semaphore that was never given permits has
  * none (`ferrolock_semaphore_try_set_permits()`).
@@ -1770,3 +1947,35 @@ static inline ferrolock_status ferrolock_inspection_holder_info(const ferrolock_
     return ferrolock_inspection_holder_info_sized(inspection, index, h, (uint32_t)sizeof *h);
 }
 #endif  /* FERROLOCK_HOLDER_INFO_DEFINED */
+
+#ifndef FERROLOCK_ELECTION_LEADER_DEFINED
+#define FERROLOCK_ELECTION_LEADER_DEFINED
+/**
+ * Who leads election `e` now: its term into `*term` (0: nobody) and its note into
+ * `*h` (`h->owner` NULL: nobody):
+ *
+ *     uint64_t term;
+ *     ferrolock_holder h;
+ *     if (ferrolock_election_leader(e, &term, &h) == FERROLOCK_OK && h.owner)
+ *         printf("term %llu: %s
+", (unsigned long long)term, h.description);
+ *
+ * Inline, so that it passes the size of `ferrolock_holder` as this program was
+ * compiled (see `ferrolock_election_leader_sized()`).
+ */
+static inline ferrolock_status ferrolock_election_leader(ferrolock_election *e, uint64_t *term, ferrolock_holder *h) {
+    return ferrolock_election_leader_sized(e, term, h, (uint32_t)sizeof *h);
+}
+
+/**
+ * The next leadership change an observer tells (see `ferrolock_observer_next_sized()`):
+ *
+ *     while (ferrolock_observer_next(o, -1, &term, &h) == FERROLOCK_OK)
+ *         printf("%s
+", h.owner ? h.description : "no leader");
+ */
+static inline ferrolock_status ferrolock_observer_next(ferrolock_observer *o, int64_t timeout_ms, uint64_t *term,
+                                                       ferrolock_holder *h) {
+    return ferrolock_observer_next_sized(o, timeout_ms, term, h, (uint32_t)sizeof *h);
+}
+#endif  /* FERROLOCK_ELECTION_LEADER_DEFINED */

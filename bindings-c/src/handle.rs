@@ -26,12 +26,13 @@ use ferrolock::Error;
 
 use crate::client::ClientHandle;
 use crate::counters::{LatchState, PermitsState, SemaphoreState};
+use crate::election::{ElectionState, ObserverState};
 use crate::ffi::invalid;
 use crate::inspect::{InspectionState, ScanState};
 use crate::lock::LockState;
 
 /// Low bits of a handle value: which registry it belongs to (never 0, so no handle is NULL).
-const TAG_BITS: u32 = 3;
+const TAG_BITS: u32 = 4;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
 const TAG_CLIENT: usize = 1;
 const TAG_LOCK: usize = 2;
@@ -39,12 +40,12 @@ const TAG_SEMAPHORE: usize = 3;
 const TAG_PERMITS: usize = 4;
 const TAG_LATCH: usize = 5;
 const TAG_INSPECTION: usize = 6;
-// The last tag of 3 bits: a ninth handle type needs TAG_BITS = 4 (handle values are
-// opaque, so that changes no ABI).
 const TAG_SCAN: usize = 7;
-/// Slot index bits above the tag; the generation takes the rest (31 bits on 64-bit
+const TAG_ELECTION: usize = 8;
+const TAG_OBSERVER: usize = 9;
+/// Slot index bits above the tag; the generation takes the rest (30 bits on 64-bit
 /// targets: a stale handle is mistaken for a live one only after its slot was
-/// reused 2^32 times, and slots are reused oldest-freed first).
+/// reused 2^30 times, and slots are reused oldest-freed first).
 const INDEX_BITS: u32 = if usize::BITS >= 64 { 30 } else { 20 };
 const GEN_SHIFT: u32 = TAG_BITS + INDEX_BITS;
 const MAX_SLOTS: usize = 1 << INDEX_BITS;
@@ -82,6 +83,8 @@ pub(crate) static LATCHES: Registry<LatchState> = Registry::new(TAG_LATCH, "ferr
 pub(crate) static INSPECTIONS: Registry<InspectionState> =
     Registry::new(TAG_INSPECTION, "ferrolock_inspection", "ferrolock_inspection_free");
 pub(crate) static SCANS: Registry<ScanState> = Registry::new(TAG_SCAN, "ferrolock_scan", "ferrolock_scan_free");
+pub(crate) static ELECTIONS: Registry<ElectionState> = Registry::new(TAG_ELECTION, "ferrolock_election", "ferrolock_election_free");
+pub(crate) static OBSERVERS: Registry<ObserverState> = Registry::new(TAG_OBSERVER, "ferrolock_observer", "ferrolock_observer_free");
 
 fn encode(tag: usize, index: usize, generation: usize) -> usize {
     (generation << GEN_SHIFT) | (index << TAG_BITS) | tag
@@ -174,6 +177,8 @@ impl<T> Registry<T> {
                 TAG_LATCH => Some(LATCHES.what),
                 TAG_INSPECTION => Some(INSPECTIONS.what),
                 TAG_SCAN => Some(SCANS.what),
+                TAG_ELECTION => Some(ELECTIONS.what),
+                TAG_OBSERVER => Some(OBSERVERS.what),
                 _ => None,
             };
             return Err(match other {
@@ -237,8 +242,12 @@ fn register_atfork() {
         LATCHES.lock();
         INSPECTIONS.lock();
         SCANS.lock();
+        ELECTIONS.lock();
+        OBSERVERS.lock();
     }
     extern "C" fn after() {
+        OBSERVERS.unlock();
+        ELECTIONS.unlock();
         SCANS.unlock();
         INSPECTIONS.unlock();
         LATCHES.unlock();

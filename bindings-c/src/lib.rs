@@ -31,6 +31,8 @@
 //! - `multi`: `ferrolock_quorum` and `ferrolock_multilock_new()`, a lock over several
 //!   member handles (Redlock, MultiLock);
 //! - `lost`: lost holds and the on_lost callback;
+//! - `election`: `ferrolock_election` (a candidate: campaign, resign, term, loss, who
+//!   leads) and `ferrolock_observer` (its leadership changes);
 //! - `counters`: `ferrolock_semaphore`, `ferrolock_permits` (permit-expirable
 //!   semaphore) and `ferrolock_latch` (count-down latch);
 //! - `inspect`: `ferrolock_inspect()` into a `ferrolock_inspection` snapshot (what a
@@ -56,6 +58,7 @@ mod lock;
 mod holder;
 mod multi;
 mod lost;
+mod election;
 mod counters;
 mod inspect;
 mod log;

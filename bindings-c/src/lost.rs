@@ -31,8 +31,20 @@ thread_local! {
 impl LockState {
     /// The core callback of every per-thread holder: forwards to this handle's C callback.
     pub(crate) fn lost_forwarder(&self) -> LostCallback {
-        let slot = self.on_lost.clone();
-        let name = self.name_c.clone();
+        self.on_lost.forwarder(self.name_c.clone())
+    }
+
+    /// Sets the C callback; unless called from that callback, waits for a running call to end.
+    pub(crate) fn set_callback(&self, callback: Option<(unsafe extern "C" fn(*const c_char, *mut c_void), usize)>) {
+        self.on_lost.set(callback);
+    }
+}
+
+impl LostSlot {
+    /// A core lost callback that forwards to this slot's C callback with `name`
+    /// (a lock handle's holders, an election handle's candidate: election.rs).
+    pub(crate) fn forwarder(self: &Arc<Self>, name: std::ffi::CString) -> LostCallback {
+        let slot = self.clone();
         Arc::new(move |_event| {
             let _running = slot.gate.read().unwrap_or_else(|p| p.into_inner());
             let callback = *lock_ignoring_poison(&slot.callback);
@@ -46,11 +58,11 @@ impl LockState {
     }
 
     /// Sets the C callback; unless called from that callback, waits for a running call to end.
-    pub(crate) fn set_callback(&self, callback: Option<(unsafe extern "C" fn(*const c_char, *mut c_void), usize)>) {
-        *lock_ignoring_poison(&self.on_lost.callback) = callback;
-        let own = IN_CALLBACK.with(|c| c.get()) == Arc::as_ptr(&self.on_lost) as usize;
+    pub(crate) fn set(self: &Arc<Self>, callback: Option<(unsafe extern "C" fn(*const c_char, *mut c_void), usize)>) {
+        *lock_ignoring_poison(&self.callback) = callback;
+        let own = IN_CALLBACK.with(|c| c.get()) == Arc::as_ptr(self) as usize;
         if !own {
-            drop(self.on_lost.gate.write().unwrap_or_else(|p| p.into_inner()));
+            drop(self.gate.write().unwrap_or_else(|p| p.into_inner()));
         }
     }
 }

@@ -8,6 +8,7 @@ const { asyncDispose } = require('./dispose');
 const { InvalidArgumentError, ArgumentTypeError, call, callSync } = require('./errors');
 const { optionKeys, optionsObject, typeOf, ms, fraction, bool, string } = require('./options');
 const { Lock, HeldLocks, lostEvent } = require('./lock');
+const { Election } = require('./election');
 const { Semaphore, PermitExpirableSemaphore, CountDownLatch, ReadWriteLock, kCreate } = require('./family');
 const { HostConnection } = require('./host');
 const { holder } = require('./holder');
@@ -30,6 +31,7 @@ const CONNECT_KEYS = [
 ];
 const CONNECT = optionKeys('connect', CONNECT_KEYS);
 const LOCK = optionKeys('lock', ['holderId', 'owner', 'label']);
+const ELECTION = optionKeys('election', ['label']);
 const HOLDER_NOTES = ['off', 'long', 'always'];
 const REPLICA_ACK = ['off', 'one', 'majority', 'all'];
 
@@ -139,6 +141,17 @@ class Client {
   }
 
   /** A reentrant lock handle for `name`. The handle is the holder. */
+  /**
+   * A new candidate in the leader election `name` (an Election): the fenced lock of
+   * that name for a holder of its own. `label` names it in its leader note.
+   */
+  election(name, options) {
+    const raw = rawName(name, 'an election');
+    const o = optionsObject(options, ELECTION);
+    const nativeElection = callSync(() => this.#native.election(raw));
+    return new Election(nativeElection, this.#wrap(nativeElection.lockId, label(o.label)));
+  }
+
   lock(name, options) {
     return this.#lock(name, 'reentrant', options);
   }

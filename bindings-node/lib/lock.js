@@ -20,10 +20,11 @@ const kRouted = Symbol('routed');
 const kAcquiring = Symbol('acquiring');
 const COUNT_SPAN = 2 ** 21;
 const lostEvent = Symbol('lostEvent');
+const kTake = Symbol('take');
 
 const ACQUIRE = optionKeys('acquire', ['waitMs', 'leaseMs', 'signal', 'label']);
 const TRY_ACQUIRE = optionKeys('tryAcquire', ['waitMs', 'leaseMs', 'signal', 'label']);
-const USING = optionKeys('using', ['waitMs', 'leaseMs', 'signal', 'label']);
+const USING = optionKeys('using', ['waitMs', 'leaseMs', 'signal', 'label', 'minHoldMs']);
 const MULTI = optionKeys('Lock.multi', ['quorum']);
 const EXTEND = optionKeys('extend', ['replace']);
 
@@ -398,14 +399,14 @@ class Lock {
    * a NotAcquiredError. (One async function per call: each layer costs a promise and
    * its ticks, a good part of an uncontended acquire's JS work.)
    */
-  async #acquire(waitMs, leaseMs, signal, orThrow) {
+  async #acquire(waitMs, leaseMs, signal, orThrow, take = native.lockAcquire) {
     if (signal && signal.aborted) throw abortError(signal);
     const cancelId = signal ? watchSignal(signal) : undefined;
     let count; // known once acquired
     this.#acquiring++;
     this.#held.update(this, 1); // routed from now: a loss may overtake the reply
     try {
-      const info = await native.lockAcquire(this.#id, waitMs, leaseMs, cancelId);
+      const info = await take(this.#id, waitMs, leaseMs, cancelId);
       if (info === null || info === undefined) {
         if (orThrow) throw this.#notAcquired(waitMs);
         return null;
@@ -423,6 +424,15 @@ class Lock {
       this.#acquiring--;
       this.#held.update(this, count);
     }
+  }
+
+  /**
+   * An acquire through `take(id, waitMs, leaseMs, cancelId)` instead of the lock's own
+   * (an election's campaign, lib/election.js), with this lock's hold bookkeeping:
+   * the hold, or null when not taken within `waitMs`.
+   */
+  [kTake](take, waitMs, signal) {
+    return this.#acquire(waitMs, undefined, signal, false, take);
   }
 
   /** The NotAcquiredError of a timed-out acquire, naming (and carrying as `holder`) who held the lock. */
@@ -565,20 +575,32 @@ class Lock {
    */
   async using(fn, options) {
     if (typeof fn !== 'function') throw new ArgumentTypeError(`using() needs a function, not ${typeOf(fn)}`);
+    const minHoldMs = ms(optionsObject(options, USING).minHoldMs, 'minHoldMs');
     const hold = await this.#acquireOrThrow(options, USING);
+    const end = () => (minHoldMs === undefined ? hold.release() : this.#releaseMinHold(hold, minHoldMs));
     let result;
     try {
       result = await fn(hold.signal, hold);
     } catch (e) {
       try {
-        await hold.release();
+        await end();
       } catch {
         // The error of fn is the one to report.
       }
       throw e;
     }
-    await hold.release();
+    await end();
     return result;
+  }
+
+  /** `using`'s `minHoldMs`: the hold ends no sooner than that long after it was taken. */
+  async #releaseMinHold(hold, minHoldMs) {
+    if (hold.released) return;
+    try {
+      await call(() => native.lockReleaseMinHold(this.#id, minHoldMs));
+    } finally {
+      this.#held.update(this);
+    }
   }
 
   // The state this process knows without a round-trip; status() asks the server.
@@ -612,4 +634,4 @@ function describe(value) {
 Object.setPrototypeOf(Lock.prototype, EventEmitter.prototype);
 Object.setPrototypeOf(Lock, EventEmitter);
 
-module.exports = { Lock, Hold, HeldLocks, lostEvent };
+module.exports = { Lock, Hold, HeldLocks, lostEvent, kTake };

@@ -13,6 +13,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 
+use crate::election::NativeElection;
 use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
 use crate::family::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 use crate::host::{Host, HostAddress, WakeFn};
@@ -337,6 +338,18 @@ impl NativeClient {
                 (read, self.client.lock_with(bytes(&name), side(LockKind::Write)).js()?)
             };
             Ok(vec![self.wrap(read), self.wrap(write)])
+        })
+    }
+
+    /// A new candidate in the leader election `name`; its fenced lock is the lock
+    /// handle `lockId` of the result (a new holder).
+    #[napi]
+    pub fn election(&self, name: Either<String, Buffer>) -> Result<NativeElection> {
+        caught(|| {
+            self.open()?;
+            let election = self.client.election(bytes(&name)).js()?;
+            let lock_id = self.wrap(election.lock().clone());
+            Ok(NativeElection::new(election, lock_id))
         })
     }
 

@@ -10,12 +10,14 @@
 //! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs (every
 //! lock kind, multi-locks), fast.rs (a lock's acquire and release as raw Node-API
 //! calls), executor.rs and host.rs (calls on the JS thread), family.rs (semaphores,
-//! the latch), log.rs
+//! the latch), election.rs (a candidate, whose lock is a lock handle, and an
+//! observer), log.rs
 //! (core's tracing events to stderr or a JS function); this
 //! file sets up the runtime. `native.d.ts` is generated from them (`npm run dts`).
 
 mod cancel;
 mod client;
+mod election;
 mod errors;
 mod executor;
 mod fast;

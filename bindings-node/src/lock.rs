@@ -144,7 +144,7 @@ pub(crate) struct Handle {
 
 impl Handle {
     /// Numbers the hold: a re-entry keeps the number of the hold it enters.
-    fn track(&self, hold: &ferrolock::Hold) -> u32 {
+    pub(crate) fn track(&self, hold: &ferrolock::Hold) -> u32 {
         let mut holds = self.holds.lock().unwrap();
         if !holds.current.as_ref().is_some_and(|c| c.same_hold(hold)) {
             holds.seq = holds.seq.wrapping_add(1);
@@ -415,6 +415,19 @@ pub fn lock_last_holder(id: u32) -> Result<Option<HolderStatus>> {
 #[napi]
 pub fn lock_force_unlock<'env>(env: &'env Env, id: u32) -> napi::Result<PromiseRaw<'env, bool>> {
     run(env, id, |h| async move { h.lock.force_unlock().await.js() })
+}
+
+/// Ends this holder's hold no sooner than `ms` after it was taken (a cron job's
+/// minimum hold): now once it lasted that long, else it is left on a fixed lease
+/// until then. Resolves with the ms it stays held, or null when released now.
+#[napi]
+pub fn lock_release_min_hold<'env>(env: &'env Env, id: u32, ms: f64) -> napi::Result<PromiseRaw<'env, Option<f64>>> {
+    run(env, id, move |h| async move {
+        let min_hold = required_millis(ms, "minHoldMs")?;
+        let result = h.lock.release_min_hold(min_hold).await;
+        h.released();
+        Ok(result.js()?.map(|left| left.as_millis() as f64))
+    })
 }
 
 /// Acquires, waiting at most `wait_ms` (unbounded when absent); `None` when not

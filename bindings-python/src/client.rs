@@ -324,6 +324,11 @@ twin_methods! {
             Ok(self.shared.client(py)?.new_holder_id())
         }
 
+        /// A new candidate in the leader election `name` (its fenced lock, a holder of its own).
+        fn election(&self, py: Python<'_>, name: &str) -> PyResult<crate::election::Election> {
+            crate::election::Election::new(py, self.shared.clone(), name)
+        }
+
         /// The semaphore `name` (InvalidArgumentError for a bad name).
         fn semaphore(&self, py: Python<'_>, name: &str) -> PyResult<Semaphore> {
             Semaphore::new(py, self.shared.clone(), name)

@@ -36,11 +36,14 @@
 //! * logs.rs: the core's `tracing` events to Python's `logging` (logger
 //!   "ferrolock" and its children), filtered without the GIL and delivered by a
 //!   thread of their own.
+//! * election.rs: `Election` (one candidate: campaign, resign, leader, on-lost) and
+//!   `Observer` (leadership changes), for `ferrolock.Election` and its asyncio twin.
 //! * who.rs: a core `HolderEntry` (owner, count, note, held for, description) as
 //!   the tuple `ferrolock.HolderEntry` is made from.
 
 mod call;
 mod client;
+mod election;
 mod errors;
 mod family;
 mod lock;
@@ -56,6 +59,8 @@ use pyo3::prelude::*;
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Client>()?;
     m.add_class::<lock::Holder>()?;
+    m.add_class::<election::Election>()?;
+    m.add_class::<election::Observer>()?;
     m.add_class::<call::UndoOnCancel>()?;
     m.add_class::<family::Semaphore>()?;
     m.add_class::<family::PermitSemaphore>()?;

@@ -168,6 +168,16 @@ twin_methods! {
                 async move { lock.release().await.map(|r| r == ferrolock::Released::Unlocked) }
             }
 
+            /// Ends this holder's hold at least `min_hold` seconds after it was taken: now
+            /// (every level) once it lasted that long, else it is left to expire then
+            /// (nothing renews or releases it). None when released now, else the
+            /// seconds it stays held. Errors as `release`.
+            fn release_min_hold | release_min_hold_async (&self, min_hold: f64) -> Option<f64> {
+                let min_hold = seconds(Some(min_hold), "min_hold")?.unwrap_or_default();
+                let lock = self.handle()?;
+                async move { Ok(lock.release_min_hold(min_hold).await?.map(|d| d.as_secs_f64())) }
+            }
+
             /// True if anyone holds the lock (asks Redis).
             fn is_locked | is_locked_async (&self) -> bool {
                 let lock = self.handle()?;

@@ -89,6 +89,12 @@ impl<T> std::ops::Deref for Local<T> {
     }
 }
 
+impl<T> std::ops::DerefMut for Local<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
 impl<T> Drop for Local<T> {
     fn drop(&mut self) {
         if !self.is_foreign() {

@@ -74,16 +74,19 @@ fn report(shown: &str, problem: Problem) -> i32 {
     }
 }
 
-/// Starts CMD with our stdin, stdout and stderr; `token` goes into FERROLOCK_TOKEN.
-/// If ferrolock dies while CMD runs, CMD gets SIGTERM, and SIGKILL `kill_after` later
-/// (orphan.rs). Called from the main thread (see there).
-pub fn spawn(command: &[OsString], token: Option<u64>, kill_after: Option<std::time::Duration>) -> Result<tokio::process::Child, i32> {
+/// Starts CMD with our stdin, stdout and stderr, and `env` added to its environment
+/// (FERROLOCK_LOCK, FERROLOCK_TOKEN, FERROLOCK_TERM). If ferrolock dies while CMD
+/// runs, CMD gets SIGTERM, and SIGKILL `kill_after` later (orphan.rs). Called from
+/// the main thread (see there).
+pub fn spawn(
+    command: &[OsString],
+    env: &[(&str, OsString)],
+    kill_after: Option<std::time::Duration>,
+) -> Result<tokio::process::Child, i32> {
     let (program, args) = command.split_first().expect("clap requires CMD");
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args);
-    if let Some(token) = token {
-        cmd.env("FERROLOCK_TOKEN", token.to_string());
-    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let protection = std::sync::Arc::new(crate::orphan::Protection::here(kill_after));
     let parent = std::process::id() as libc::pid_t;
     let in_child = protection.clone();

@@ -45,7 +45,8 @@ pub const SIGNAL_BASE: i32 = 128;
 pub const TABLE: &str = "\
 Exit status:
   0 or CMD's   run: CMD's own exit status; status, unlock: 0 whether locked or not;
-               status --check: 0 held
+               status --check: 0 held; elect: CMD's status (--once, or once stopped
+               by a signal); leader: 0 with or without a leader
   1            run: lock not acquired within --wait (change with --conflict-exit-code);
                status --check: 1 free; latch --count: still counting down;
                latch --wait --timeout: still counting down at the timeout
@@ -56,7 +57,8 @@ Exit status:
   70           internal error (a ferrolock bug or an unexpected reply)
   74           run: the lock could not be released at the end (Redis down or refused it);
                it may stay held until its lease ends (CMD's exit status is on stderr)
-  75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release
+  75           run: the lock was lost while CMD ran (CMD got SIGTERM), or was gone at release;
+               elect --once: leadership was lost while CMD ran
   76           run, behind Sentinel or on a Cluster: too few replicas acknowledged the
                acquire within --replica-ack-timeout for --replica-ack (or the master has
                none); CMD did not run, nothing is held, retrying is safe

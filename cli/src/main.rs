@@ -2,12 +2,14 @@
 //!
 //! ```text
 //! ferrolock [CONNECTION] run NAME [--wait SECS | -n] [--lease SECS | --watchdog SECS] [--fenced | --all]
-//!                           [--conflict-exit-code N] [--kill-after SECS] (-- CMD [ARGS...] | -c SHELL_COMMAND)
+//!                           [--conflict-exit-code N] [--kill-after SECS] [--min-hold SECS] (-- CMD [ARGS...] | -c SHELL_COMMAND)
 //!                           [--shared | --exclusive | --fair | --semaphore N]
 //! ferrolock [CONNECTION] status NAME [--json] [--check] [--kind KIND]
 //! ferrolock [CONNECTION] latch NAME (--count N | --count-down | --wait [--timeout SECS])
 //! ferrolock [CONNECTION] unlock --force NAME
 //! ferrolock [CONNECTION] top [PREFIX] [--once | --json]
+//! ferrolock [CONNECTION] elect NAME [--watchdog SECS] [--kill-after SECS] [--once | --restart-delay SECS] -- CMD [ARGS...]
+//! ferrolock [CONNECTION] leader NAME [--watch] [--json]
 //! ferrolock demo [--url URL] [--seconds N] [--workers DIR]
 //!
 //! CONNECTION: [--url URL]... [--sentinel-username NAME] [--replica-ack POLICY | --no-replica-ack]
@@ -48,14 +50,14 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free; with `--check`: held), `unlock` (locked or not) |
+//! | 0 / CMD's | `run`: CMD's own exit status; `status` (held or free; with `--check`: held), `unlock` (locked or not); `elect`: CMD's status (`--once`, or stopped by a signal); `leader` |
 //! | 1 | `run`: not acquired within `--wait` (or the `--conflict-exit-code`); `status --check`: free; `latch --count`: still counting down; `latch --wait --timeout`: timed out |
 //! | 2 | usage error: bad option, missing CMD, bad duration, bad URL or lock name, `unlock` without `--force`, `--fenced` (or `--shared`, `--exclusive`, `--fair`, `--semaphore`, `latch`) with several URLs, a URL given twice, `status --check` on a semaphore or latch |
 //! | 65 | the key at the name is not what was asked for (a lock; a semaphore or latch for `run --semaphore`, `latch`, `status --kind`) |
 //! | 69 | Redis unavailable: refused, timed out, bad credentials (several URLs: fewer than the quorum answer) |
 //! | 70 | internal error |
 //! | 74 | `run`: the lock could not be released at the end (Redis down or refused it); it may stay held until its lease ends |
-//! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone |
+//! | 75 | `run`: the lock was lost while CMD ran (CMD got SIGTERM), or its release found it gone; `elect --once`: leadership lost while CMD ran |
 //! | 76 | `run`, behind Sentinel: no replica acknowledged the acquire in time; CMD did not run, nothing is held, retrying is safe |
 //! | 77 | a Redis ACL refused a command, key or channel (`NOPERM`); the message names the ACL rule to add |
 //! | 126 | `run`: CMD is not executable |
@@ -65,8 +67,10 @@
 mod args;
 mod child;
 mod demo;
+mod elect;
 mod exit;
 mod latch;
+mod leader;
 mod multi;
 mod orphan;
 mod permits;
@@ -74,6 +78,7 @@ mod run;
 mod signals;
 mod spinner;
 mod status;
+mod supervise;
 mod target;
 mod top;
 mod unlock;
@@ -126,6 +131,8 @@ fn main() {
         Command::Latch(args) => args.url.urls.clone(),
         Command::Top(args) => args.url.urls.clone(),
         Command::Demo(args) => args.url.urls.clone(),
+        Command::Elect(args) => args.url.urls.clone(),
+        Command::Leader(args) => args.url.urls.clone(),
     });
     let code = match cli.command {
         // The demo runs its own runtime, and its own server when no URL is given.
@@ -176,6 +183,8 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
         Command::Status(args) => &args.name,
         Command::Unlock(args) => &args.name,
         Command::Latch(args) => &args.name,
+        Command::Elect(args) => &args.name,
+        Command::Leader(args) => &args.name,
         Command::Demo(_) | Command::Top(_) => unreachable!("dispatched before"),
     };
     // A bad name is a usage error, found before connecting (or waiting for a server).
@@ -183,6 +192,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
         Command::Run(args) if args.semaphore.is_some() => "semaphore",
         Command::Latch(_) => "latch",
         Command::Status(_) => "the",
+        Command::Elect(_) | Command::Leader(_) => "election",
         _ => "lock",
     };
     if let Err(e) = ferrolock::validate::name(what, std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str())) {
@@ -195,7 +205,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
     }
     // Before anything else: from here on no signal can kill us with the lock held.
     let signals = match &command {
-        Command::Run(_) | Command::Latch(_) => match signals::Signals::install() {
+        Command::Run(_) | Command::Latch(_) | Command::Elect(_) => match signals::Signals::install() {
             Ok(signals) => Some(signals),
             Err(e) => {
                 exit::say(&format!("cannot install signal handlers: {e}"));
@@ -231,6 +241,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                     quorum: if args.all { Quorum::All } else { Quorum::Majority },
                     conflict_exit_code: i32::from(args.conflict_exit_code),
                     kill_after: args.kill_after,
+                    min_hold: args.min_hold,
                     // `status` shows a -c command as its string alone.
                     shown_command: match &args.shell {
                         Some(shell) => shell.to_string_lossy().into_owned(),
@@ -253,6 +264,8 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                 latch::run(&targets[0], &args.name, action, signals.expect("installed above")).await
             }
             Command::Unlock(args) => unlock::run(targets, &args.name).await,
+            Command::Elect(args) => elect::run(&targets[0], args, signals.expect("installed above")).await,
+            Command::Leader(args) => leader::run(&targets[0], &args.name, args.watch, args.json).await,
             Command::Demo(_) | Command::Top(_) => unreachable!("dispatched before"),
         }
     })
@@ -292,6 +305,12 @@ fn multi_usage(targets: &[target::Target], command: &Command) -> Option<String> 
             ))
         }
         Command::Latch(_) if n > 1 => Some(format!("latch takes one URL, not {n}: a latch lives on one server")),
+        Command::Run(args) if n > 1 && args.min_hold.is_some() => Some(format!(
+            "--min-hold takes one URL, not {n}: it leaves the lock to expire on its server"
+        )),
+        Command::Elect(_) | Command::Leader(_) if n > 1 => Some(format!(
+            "an election lives on one server (its term is a fencing token): give one URL, not {n}"
+        )),
         Command::Status(args) if n > 1 && args.kind.is_some_and(|k| k != args::StatusKind::Lock) => Some(format!(
             "status with several URLs reads a Redlock's plain lock on each; --kind other than lock takes one URL, not {n}"
         )),

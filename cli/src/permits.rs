@@ -15,7 +15,7 @@ use ferrolock::{Client, Semaphore};
 use crate::run::{gave_up, Plan};
 use crate::signals::{self, Signals};
 use crate::target::{self, Target};
-use crate::{child, exit};
+use crate::{child, exit, supervise};
 
 pub async fn run(target: &Target, plan: &Plan, permits: u64, mut signals: Signals) -> i32 {
     let client = tokio::select! {
@@ -73,7 +73,7 @@ async fn hold_and_run(semaphore: &Semaphore, plan: &Plan, permits: u64, signals:
             Err(code) => code,
         };
     }
-    let mut child = match child::spawn(&plan.command, None, None) {
+    let mut child = match child::spawn(&plan.command, &[("FERROLOCK_LOCK", plan.name.clone())], None) {
         Ok(child) => child,
         Err(code) => {
             return match give_back(semaphore, "; the command did not start").await {
@@ -82,25 +82,8 @@ async fn hold_and_run(semaphore: &Semaphore, plan: &Plan, permits: u64, signals:
             }
         }
     };
-    let status = loop {
-        tokio::select! {
-            biased;
-            status = child.wait() => break status,
-            signal = signals.recv() => {
-                // child.id() is None once CMD is reaped: its pid may belong to someone else then.
-                if let (false, Some(pid)) = (signal.to_group, child.id()) {
-                    signals::send(pid, signal.number);
-                }
-            }
-        }
-    };
-    let code = match status {
-        Ok(status) => child::exit_code(status),
-        Err(e) => {
-            exit::say(&format!("lost track of the command: {e}"));
-            exit::INTERNAL
-        }
-    };
+    // A permit is never lost: nothing but CMD's end and signals to pass on.
+    let code = supervise::watch(child, std::future::pending(), None, signals).await.code;
     match give_back(semaphore, &format!("; the command's own exit status was {code}")).await {
         Ok(()) => code,
         Err(not_released) => not_released,

@@ -7,10 +7,10 @@ use std::time::Duration;
 use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock, LockKind, LockOptions, Quorum};
 use tokio::time::Instant;
 
-use crate::signals::{self, Signal, Signals};
+use crate::signals::{Signal, Signals};
 use crate::spinner::Spinner;
 use crate::target::{self, Target};
-use crate::{child, exit, multi};
+use crate::{child, exit, multi, supervise};
 
 /// How often the spinner's holder and lease are re-read while waiting.
 const STATUS_REFRESH: Duration = Duration::from_millis(500);
@@ -28,6 +28,8 @@ pub struct Plan {
     pub quorum: Quorum,
     pub conflict_exit_code: i32,
     pub kill_after: Option<Duration>,
+    /// --min-hold: the lock stays held at least this long after the acquire.
+    pub min_hold: Option<Duration>,
     pub command: Vec<OsString>,
     /// CMD as `status` shows it: the `-c` string, or the words (quoted where needed).
     pub shown_command: String,
@@ -121,7 +123,9 @@ async fn hold_and_run(lock: &Lock, client: &Client, plan: &Plan, signals: &mut S
         }
         return gave_up(signal, &plan.name);
     }
-    let child = match child::spawn(&plan.command, guard.token(), plan.kill_after) {
+    let mut env = vec![("FERROLOCK_LOCK", plan.name.clone())];
+    env.extend(guard.token().map(|token| ("FERROLOCK_TOKEN", token.to_string().into())));
+    let child = match child::spawn(&plan.command, &env, plan.kill_after) {
         Ok(child) => child,
         Err(code) => {
             // The command did not start: the release decides nothing but the lock's fate.
@@ -256,58 +260,19 @@ pub(crate) fn gave_up(signal: Signal, name: &OsString) -> i32 {
     exit::SIGNAL_BASE + signal.number
 }
 
-/// Runs CMD to its end under the lock: forwards signals, stops CMD if the lock is
-/// lost, then releases.
-async fn supervise(
-    mut child: tokio::process::Child,
-    guard: Guard,
-    plan: &Plan,
-    lease: &LeaseBound,
-    signals: &mut Signals,
-) -> i32 {
-    let pid = child.id().unwrap_or_default();
-    let mut lost = false;
-    let mut kill_at: Option<Instant> = None;
-    let status = {
-        loop {
-            tokio::select! {
-                biased;
-                status = child.wait() => break status,
-                signal = signals.recv() => {
-                    // child.id() is None once CMD is reaped: its pid may belong to someone else then.
-                    if let (false, Some(pid)) = (signal.to_group, child.id()) {
-                        signals::send(pid, signal.number);
-                    }
-                }
-                err = guard.lost(), if !lost => {
-                    lost = true;
-                    exit::say(&format!("{}; stopping the command (pid {pid}) with SIGTERM", err.message()));
-                    if let Some(pid) = child.id() {
-                        signals::send(pid, libc::SIGTERM);
-                    }
-                    kill_at = plan.kill_after.map(|after| Instant::now() + after);
-                }
-                _ = sleep_until(kill_at), if kill_at.is_some() => {
-                    kill_at = None;
-                    exit::say(&format!("the command (pid {pid}) outlived --kill-after; sending SIGKILL"));
-                    if let Some(pid) = child.id() {
-                        signals::send(pid, libc::SIGKILL);
-                    }
-                }
-            }
-        }
-    };
-    let code = match status {
-        Ok(status) => child::exit_code(status),
-        Err(e) => {
-            exit::say(&format!("lost track of the command (pid {pid}): {e}"));
-            exit::INTERNAL
-        }
-    };
-    if lost {
+/// Runs CMD to its end under the lock (supervise.rs: signals passed on, CMD stopped
+/// if the lock is lost), then releases (or, with --min-hold, leaves the lock to
+/// expire that long after the acquire).
+async fn supervise(child: tokio::process::Child, guard: Guard, plan: &Plan, lease: &LeaseBound, signals: &mut Signals) -> i32 {
+    let ended = supervise::watch(child, guard.lost(), plan.kill_after, signals).await;
+    let code = ended.code;
+    if ended.lost {
         // Already reported; the release only cleans up what may be left.
         let _ = guard.release().await;
         return exit::LOST;
+    }
+    if let Some(min_hold) = plan.min_hold {
+        return end_min_hold(guard, min_hold, lease, code).await;
     }
     // CMD is done; if the lock outlives us, that decides the exit status (CMD's is said).
     match release(guard, lease, &format!("; the command's own exit status was {code}")).await {
@@ -317,10 +282,37 @@ async fn supervise(
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+/// --min-hold: CMD ended; the lock stays held until `min_hold` after the acquire by
+/// a fixed lease (nothing is left running to renew or release it), so a host whose
+/// cron fires a little later finds it taken and skips; or it is released now if it
+/// was held that long already.
+async fn end_min_hold(guard: Guard, min_hold: Duration, lease: &LeaseBound, code: i32) -> i32 {
+    let lock = guard.lock().clone();
+    match lock.release_min_hold(min_hold).await {
+        // Released now, but Redis did not answer within the retry window (as release() says).
+        Ok(None) if lock.is_settling() => {
+            let _ = guard.into_hold();
+            exit::say(&format!("could not release lock \"{}\": Redis did not answer within the retry window; check that Redis is running", lock.name()));
+            exit::say(&format!("lock \"{}\" may stay held until its lease ends, {}; the command's own exit status was {code}", lock.name(), lease.describe()));
+            exit::NOT_RELEASED
+        }
+        Ok(_) => {
+            let _ = guard.into_hold();
+            code
+        }
+        Err(e) if e.kind() == ErrorKind::LockLost => {
+            let _ = guard.into_hold();
+            exit::fail(&e)
+        }
+        Err(e) => {
+            // Nothing changed: still held and renewed. Release it as a run does.
+            exit::say(&format!("could not leave lock \"{}\" held for --min-hold: {}; releasing it now", lock.name(), e.message()));
+            match release(guard, lease, &format!("; the command's own exit status was {code}")).await {
+                Ok(None) => code,
+                Ok(Some(lost)) => exit::fail(&lost),
+                Err(not_released) => not_released,
+            }
+        }
     }
 }
 

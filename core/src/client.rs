@@ -7,6 +7,7 @@ use tokio::runtime::Handle;
 
 use crate::config::{ClientBuilder, Config};
 use crate::ctx::{Alive, Ctx};
+use crate::election::Election;
 use crate::error::{Error, Result};
 use crate::lock::holder::Holders;
 use crate::lock::{Lock, LockKind, LockOptions, ReadWriteLock};
@@ -139,6 +140,14 @@ impl Client {
             .map_err(|_| Error::invalid(format!("fair_wait_timeout {fair_wait:?} is out of range; give 1 ms to 7 days")))?;
         let holder = self.holders.get_or_create(&self.ctx, name, owner, options.kind, fair_wait_ms);
         Ok(Lock::from_holder(holder, self.alive.clone()))
+    }
+
+    /// A new candidate in the leader election `name`: the fenced lock of that name,
+    /// for a new holder (a Redisson `RLock` of the name excludes it and is excluded).
+    /// See [`Election`].
+    pub fn election(&self, name: impl AsRef<[u8]>) -> Result<Election> {
+        let lock = self.lock_with(name, LockOptions::kind(LockKind::Fenced))?;
+        Ok(Election::new(lock, self.alive.clone()))
     }
 
     /// A handle on the semaphore `name` (Redisson's `RSemaphore`). Permits are not owned.

@@ -33,7 +33,9 @@
 //!    shared protocol and what differs per kind on the wire, same-client hand-off, status), `semaphore` (permits
 //!    nobody owns) and `latch` (the count-down latch); `inspect` (what a name is, told
 //!    from its keys, and the names under a prefix: for operators);
-//! 5. `client` (the only module that knows everything) and this facade; `blocking`
+//! 5. `election` (leader election on a fenced lock: campaigns, terms, who leads and
+//!    observers of every change);
+//! 6. `client` (the only module that knows everything) and this facade; `blocking`
 //!    (how bindings that block run a call: on their own thread, doing its I/O) and
 //!    `log_bridge` (how bindings hand core's log events to their host's logger).
 //!
@@ -46,6 +48,7 @@ pub mod blocking;
 mod client;
 mod config;
 mod ctx;
+mod election;
 mod error;
 mod hold;
 mod inspect;
@@ -68,6 +71,7 @@ mod waiting;
 pub use ack::{ReplicaAck, ReplicaShortfall};
 pub use client::Client;
 pub use config::{ClientBuilder, Config, HolderNotes};
+pub use election::{Election, Leader, Leadership, Observer};
 pub use error::{Error, ErrorKind, Result};
 pub use hold::{Hold, LostCallback, LostEvent, Released};
 pub use inspect::{Inspection, ObjectKind, PermitOut};
@@ -84,3 +88,12 @@ pub use transport::{HostAddress, HostLink};
 #[cfg(all(doctest, docs_examples))]
 #[doc = include_str!("../../docs/site/guides/getting-started-rust.md")]
 mod docs_examples {}
+
+// The same for the guides to leader election and cron on many hosts.
+#[cfg(all(doctest, docs_examples))]
+#[doc = include_str!("../../docs/site/guides/leader-election.md")]
+mod docs_examples_election {}
+
+#[cfg(all(doctest, docs_examples))]
+#[doc = include_str!("../../docs/site/guides/cron.md")]
+mod docs_examples_cron {}

@@ -24,6 +24,7 @@ const GRANT: &str = "ferrolock_grant";
 const QUEUE: &str = "redisson_lock_queue";
 const QUEUE_TIMEOUTS: &str = "redisson_lock_timeout";
 const RW_CHANNEL: &str = "redisson_rwlock";
+const LEADER_CHANNEL: &str = "ferrolock_leader";
 
 impl LockNames {
     pub fn new(name: &[u8]) -> Self {
@@ -96,6 +97,13 @@ impl LockNames {
     /// looks for it). Ours only, in the slot of the latches.
     pub fn grant(&self, request: RequestId<'_>) -> Vec<u8> {
         request.key(&prefixed(GRANT, &self.name))
+    }
+
+    /// `ferrolock_leader:{n}`: an election's new leaders announce themselves there
+    /// (ours only: Redisson decodes every message on the lock channel as a number,
+    /// `0` waking one waiter and `1` all, so announcements keep off that channel).
+    pub fn leader_channel(&self) -> Vec<u8> {
+        prefixed(LEADER_CHANNEL, &self.name)
     }
 
     /// `redisson_unlock_latch:{n}:<request-id>`: the reply latch of one release request.

@@ -26,6 +26,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "ferrolock.h"
 
@@ -526,6 +529,90 @@ static void say_waitlog(const char *name) {
     pthread_mutex_unlock(&log_mutex);
 }
 
+/* `elect`: a candidate that campaigns, writes to the outside fence with its term while
+ * it leads (every 20 ms, checking ferrolock_election_is_lost() before each write), and
+ * resigns after RESIGN_MS (0: leads until it is killed or loses), campaigning again
+ * each time; on a thread of its own. The fence is a plain redis-server: one EVALSHA
+ * per write over a socket of the candidate's own. */
+struct candidate {
+    ferrolock_election *election;
+    int fence;
+    char sha[64], who[64];
+    int64_t resign_ms;
+};
+
+static void fence_write(struct candidate *c, const char *op, uint64_t term) {
+    char number[24], request[512], reply[64];
+    snprintf(number, sizeof number, "%" PRIu64, term);
+    const char *args[] = {"EVALSHA", c->sha, "3", "fence", "fence:dead", "fence:events", op, number, c->who};
+    int len = snprintf(request, sizeof request, "*9\r\n");
+    for (int i = 0; i < 9; i++)
+        len += snprintf(request + len, sizeof request - (size_t)len, "$%zu\r\n%s\r\n", strlen(args[i]), args[i]);
+    if (write(c->fence, request, (size_t)len) != len) return;
+    /* The reply is one line (":1" or ":0", or an error): read up to its end. */
+    size_t got = 0;
+    while (got < sizeof reply) {
+        ssize_t r = read(c->fence, reply + got, 1);
+        if (r <= 0 || reply[got++] == '\n') break;
+    }
+}
+
+static void *candidate_run(void *p) {
+    struct candidate *c = p;
+    for (;;) {
+        uint64_t term = 0;
+        if (ferrolock_election_campaign(c->election, -1, &term) != FERROLOCK_OK) {
+            sleep_us(50000);
+            continue;
+        }
+        fence_write(c, "enter", term);
+        uint64_t started = now_ns();
+        for (;;) {
+            sleep_us(20000);
+            bool lost = false;
+            ferrolock_election_is_lost(c->election, &lost);
+            if (lost) {
+                fence_write(c, "leave", term);
+                break;
+            }
+            fence_write(c, "write", term);
+            if (c->resign_ms > 0 && now_ns() - started >= (uint64_t)c->resign_ms * 1000000u) {
+                fence_write(c, "leave", term);
+                ferrolock_election_resign(c->election, NULL);
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void elect(char **f) {
+    int64_t port, resign_ms;
+    if (!number(f[2], "FENCE_PORT", &port) || !number(f[5], "RESIGN_MS", &resign_ms)) return;
+    struct candidate *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    snprintf(c->sha, sizeof c->sha, "%s", f[3]);
+    snprintf(c->who, sizeof c->who, "%s", f[4]);
+    c->resign_ms = resign_ms;
+    ferrolock_status st = ferrolock_election_new(client, f[1], &c->election);
+    if (st != FERROLOCK_OK) {
+        free(c);
+        say_status(st);
+        return;
+    }
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->fence = socket(AF_INET, SOCK_STREAM, 0);
+    if (c->fence < 0 || connect(c->fence, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        say_error("err", "ERR_CONNECTION", "the fence at port %" PRId64 ": %s", port, strerror(errno));
+        return;
+    }
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, candidate_run, c) != 0) abort();
+    pthread_detach(thread);
+    say("ok");
+}
+
 /* Runs one command line (split in place) and prints its one reply. */
 static void run(char *line) {
     enum { MAX_FIELDS = 10 };
@@ -595,6 +682,9 @@ static void run(char *line) {
             if (kind < 0 || !(section.lock = entry_for(f[1], (ferrolock_lock_kind)kind))) return;
         }
         count(&section, f[2], f[3], max, seconds, hold_us);
+        return;
+    } else if (strcmp(f[0], "elect") == 0 && n == 6) {
+        elect(f);
         return;
     } else if (strcmp(f[0], "label") == 0 && n >= 3) {
         for (int i = 3; i < n; i++) f[i][-1] = ' '; /* TEXT is the rest of the line */

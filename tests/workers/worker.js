@@ -13,6 +13,44 @@ const { once } = require('node:events');
 const { setTimeout: sleep } = require('node:timers/promises');
 const ferrolock = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
+/**
+ * `elect`: a candidate that campaigns, writes to the outside fence with its term while
+ * it leads (every 20 ms), and resigns after `resignMs` (0: leads until it is killed or
+ * loses), campaigning again each time. Runs in the background.
+ */
+function elect(client, name, port, sha, who, resignMs) {
+  const Redis = require(path.join(__dirname, '..', '..', 'bindings-node', 'node_modules', 'ioredis'));
+  const election = client.election(name);
+  const fence = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  const write = (op, term) => fence.evalsha(sha, 3, 'fence', 'fence:dead', 'fence:events', op, String(term), who);
+  (async () => {
+    for (;;) {
+      let leadership;
+      try {
+        leadership = await election.campaign();
+      } catch {
+        await sleep(50);
+        continue;
+      }
+      await write('enter', leadership.term);
+      const resignAt = resignMs > 0 ? Date.now() + resignMs : null;
+      const lost = new Promise((resolve) => leadership.signal.addEventListener('abort', resolve, { once: true }));
+      for (;;) {
+        if ((await Promise.race([lost.then(() => true), sleep(20).then(() => false)])) === true) {
+          await write('leave', leadership.term);
+          break;
+        }
+        await write('write', leadership.term);
+        if (resignAt !== null && Date.now() >= resignAt) {
+          await write('leave', leadership.term);
+          await leadership.resign();
+          break;
+        }
+      }
+    }
+  })().catch((e) => process.stderr.write(`candidate ${who}: ${e}\n`));
+}
+
 /** An `err CODE MESSAGE` reply decided by the worker itself. */
 class Failure extends Error {
   constructor(code, message) {
@@ -236,6 +274,10 @@ class Worker {
     if (command === 'holder' && n === 1) {
       const seen = this.entry(args[0]).holder;
       return `ok ${seen ? seen.description.replace(/[\r\n]/g, ' ') : '-'}`;
+    }
+    if (command === 'elect' && n === 5) {
+      elect(this.client, args[0], number(args[1], 'FENCE_PORT'), args[2], args[3], number(args[4], 'RESIGN_MS'));
+      return 'ok';
     }
     if (command === 'waitlog' && n === 1) {
       return `ok ${this.waitLogs.get(args[0]) ?? '-'}`;

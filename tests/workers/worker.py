@@ -220,6 +220,40 @@ def count(section: Section, counter: str, log: str, most: int, seconds: int, hol
         os.close(fd)
 
 
+def elect(client: ferrolock.Client, name: str, port: int, sha: str, who: str, resign_ms: int) -> None:
+    """``elect``: a candidate that campaigns, writes to the outside fence with its term
+    while it leads (every 20 ms), and resigns after ``resign_ms`` (0: leads until it is
+    killed or loses), campaigning again each time; in a thread of its own."""
+    import redis  # the test tools of bindings-python/.venv (pyproject's test extra)
+
+    election = client.election(name)
+    fence = redis.Redis(port=port)
+
+    def write(op: str, term: int) -> None:
+        fence.evalsha(sha, 3, "fence", "fence:dead", "fence:events", op, term, who)
+
+    def run() -> None:
+        while True:
+            try:
+                leadership = election.campaign()
+            except ferrolock.LockError:
+                time.sleep(0.05)
+                continue
+            write("enter", leadership.term)
+            resign_at = time.monotonic() + resign_ms / 1000 if resign_ms else None
+            while True:
+                if leadership.lost_event.wait(0.02):
+                    write("leave", leadership.term)
+                    break
+                write("write", leadership.term)
+                if resign_at is not None and time.monotonic() >= resign_at:
+                    write("leave", leadership.term)
+                    leadership.resign()
+                    break
+
+    threading.Thread(target=run, name=f"candidate {who}", daemon=True).start()
+
+
 def wait_ms(field: str | None) -> float | None:
     """WAIT_MS (or LEASE_MS) in seconds; None (as long as it takes) when absent or ``-``."""
     return None if field is None or field == "-" else number(field, "WAIT_MS") / 1000
@@ -296,6 +330,9 @@ class Worker:
         if command == "holder" and n == 1:
             seen = self.named(args[0], None).seen
             return "ok -" if seen is None else f"ok {one_line(seen.description)}"
+        if command == "elect" and n == 5:
+            elect(self.client, args[0], number(args[1], "FENCE_PORT"), args[2], args[3], number(args[4], "RESIGN_MS"))
+            return "ok"
         if command == "waitlog" and n == 1:
             logged = self.waitlog.line(args[0])
             return "ok -" if logged is None else f"ok {one_line(logged)}"

@@ -3,6 +3,8 @@
 //!
 //!     ferrolock-worker URL [WATCHDOG_MS]
 
+mod elect;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -243,6 +245,10 @@ impl Worker {
                 let kind = self.kind_of(name, None)?;
                 let seen = self.entry(name, kind)?.lock.last_holder();
                 Ok(format!("ok {}", seen.map_or_else(|| "-".to_string(), |h| h.describe())))
+            }
+            ["elect", name, port, sha, id, resign_ms] => {
+                let (port, resign_ms) = (number(port, "FENCE_PORT")?, number(resign_ms, "RESIGN_MS")?);
+                elect::start(&self.client, name, port, sha, id, resign_ms).await
             }
             ["waitlog", name] => Ok(format!("ok {}", self.logs.latest_wait(name).unwrap_or_else(|| "-".into()))),
             ["force_unlock", name] => {

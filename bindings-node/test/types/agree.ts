@@ -5,7 +5,7 @@
 import type * as native from '../../native';
 import type * as fast from '../../fast';
 import type {
-  Client, ConnectOptions, CountDownLatch, Hold, Lock, LockKind, LockStatus, LogRecord, Permit, PermitExpirableSemaphore, Quorum, Semaphore,
+  Client, ConnectOptions, CountDownLatch, Election, Hold, Lock, LockKind, LockStatus, LogRecord, Permit, PermitExpirableSemaphore, Quorum, Semaphore,
 } from '../..';
 
 /** Exactly the same type. */
@@ -112,3 +112,8 @@ agree<Awaited<ReturnType<native.NativeLatch['count']>>, Awaited<ReturnType<Count
 agree<Awaited<ReturnType<native.NativeLatch['wait']>>, Awaited<ReturnType<CountDownLatch['wait']>>>(true);
 // A read-write lock's two sides are native lock handles like any lock's.
 agree<ReturnType<native.NativeClient['readWriteLock']>, Array<LockId>>(true);
+
+// An election passes its name through, and its leader's term (a bigint) and holder.
+agree<native.NativeElection['name'], Election['name']>(true);
+agree<Parameters<native.NativeClient['election']>[0], Exclude<Parameters<Client['election']>[0], Uint8Array> | Buffer>(true);
+agree<native.LeaderInfo['term'], NonNullable<Awaited<ReturnType<Election['leader']>>>['term']>(true);

@@ -60,6 +60,14 @@ The rest of Redisson's family, on the same client::
     permit = ps.acquire(timeout=5.0, lease=60.0)  # a ferrolock.Permit (or None)
     latch = client.count_down_latch("ready")    # try_set_count / count_down / wait
 
+Leader election on a lock (one leader among N replicas; terms are fencing tokens)::
+
+    election = client.election("scheduler")
+    with election.campaign() as leadership:    # waits until this replica leads
+        run_scheduler(term=leadership.term)    # stop when leadership.lost_event is set
+    election.leader()                          # who leads now: a ferrolock.Leader
+    for leader in election.observe(): ...      # who leads, then every change
+
 Conveniences: ``@client.synchronized(name, timeout=...)`` runs a function
 holding a lock; ``lock.lost_event`` (and ``await lock.wait_lost()`` in
 :mod:`ferrolock.aio`) signals a lost hold; ``lock.extend()`` /
@@ -84,6 +92,7 @@ from ._client import Client
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import logger
 from ._client import Synchronized
+from ._election import Election, Leader, Leadership, Observer
 from ._family import CountDownLatch, Permit, PermitExpirableSemaphore, ReadWriteLock, Semaphore
 from ._lock import Lock, LostEvent, OnLost
 from ._multi import MultiLock, RedLock
@@ -92,14 +101,18 @@ from ._status import Histogram, HolderEntry, Inspection, LockStatus, Metrics, Pe
 __all__ = [
     "Client",
     "CountDownLatch",
+    "Election",
     "Histogram",
     "HolderEntry",
     "Inspection",
+    "Leader",
+    "Leadership",
     "Lock",
     "LockStatus",
     "LostEvent",
     "Metrics",
     "MultiLock",
+    "Observer",
     "OnLost",
     "Permit",
     "PermitExpirableSemaphore",
@@ -130,6 +143,10 @@ for _cls in (
     Permit,
     PermitExpirableSemaphore,
     CountDownLatch,
+    Election,
+    Leader,
+    Leadership,
+    Observer,
 ):
     _cls.__module__ = __name__
 del _cls

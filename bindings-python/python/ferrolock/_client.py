@@ -12,6 +12,7 @@ from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar
 from . import _native
 from ._args import check_number, check_seconds
 from ._holds import _HeldLocks, logger
+from ._election import Election
 from ._family import CountDownLatch, PermitExpirableSemaphore, ReadWriteLock, Semaphore, _ThreadIds
 from ._lock import Lock, OnLost
 from ._scope import _Scoped
@@ -296,6 +297,15 @@ class Client(_ClientBase, _Scoped):
         write = Lock(self, name, kind="write", on_lost=on_lost, holder_id=holder_id, caller_ids=ids)
         return ReadWriteLock(read, write, name, self)
 
+    def election(self, name: str, on_lost: Callable[..., object] | None = None, *, label: str | None = None) -> Election:
+        """A new candidate in the leader election ``name`` (:class:`Election`): the
+        fenced lock of that name, for this candidate alone.
+
+        ``on_lost(election, reason)`` (or ``on_lost(election)``) is called from a
+        background thread when a leadership of it is lost; ``label`` names it in its
+        leader note (600 bytes at most)."""
+        return Election(self, name, on_lost, label)
+
     def semaphore(self, name: str) -> Semaphore:
         """The semaphore ``name`` (Redisson ``RSemaphore``): permits that are nobody's."""
         return Semaphore(self, name)
@@ -316,6 +326,7 @@ class Client(_ClientBase, _Scoped):
         timeout: float | None = None,
         lease: float | None = None,
         fenced: bool = False,
+        min_hold: float | None = None,
     ) -> Callable[[Callable[_P, _R]], Synchronized[_P, _R, Lock]]:
         """A decorator that runs the function while holding lock ``name`` (pottery's
         ``synchronize``)::
@@ -331,8 +342,18 @@ class Client(_ClientBase, _Scoped):
         decorated function: re-entrant within a thread, so the function may
         recurse. For ``async def`` functions use
         :meth:`ferrolock.aio.Client.synchronized` (TypeError here).
+
+        ``min_hold`` (seconds) keeps the lock at least that long after the acquire,
+        also when the function returns (or raises) sooner: with ``timeout=0`` on
+        every host of a job scheduled everywhere, the job runs once per tick when
+        ``min_hold`` is longer than the hosts' clock skew and shorter than the
+        period minus it (the others get :class:`LockTimeoutError`)::
+
+            @client.synchronized("reports:nightly", timeout=0, min_hold=60)
+            def nightly() -> None: ...
         """
         _check_hold_options(timeout, lease)
+        check_seconds(min_hold, "min_hold", warn_long=True)
         lock = self.fenced_lock(name) if fenced else self.lock(name)
 
         def decorate(fn: Callable[_P, _R]) -> Synchronized[_P, _R, Lock]:
@@ -343,7 +364,7 @@ class Client(_ClientBase, _Scoped):
 
             @functools.wraps(fn)
             def synchronized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-                with lock.hold(timeout=timeout, lease=lease):
+                with lock.hold(timeout=timeout, lease=lease, min_hold=min_hold):
                     return fn(*args, **kwargs)
 
             synchronized.lock = lock  # type: ignore[attr-defined]

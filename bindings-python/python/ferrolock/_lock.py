@@ -554,24 +554,34 @@ class _ThreadHeld(_Holdable, _Scoped):
             self._after_acquire(slot, new_hold, acquired)
             self._track(slot)
 
-    def _release(self) -> None:
+    def _release(self, min_hold: float | None = None) -> None:
         slot = self._slot()
         try:
-            slot.holder.release()
+            if min_hold is None:
+                slot.holder.release()
+            else:
+                slot.holder.release_min_hold(min_hold)
         finally:
             self._after_release(slot)
             self._track(slot)
 
     @contextlib.contextmanager
-    def hold(self, timeout: float | None = None, lease: float | None = None) -> Iterator[Self]:
+    def hold(self, timeout: float | None = None, lease: float | None = None, *, min_hold: float | None = None) -> Iterator[Self]:
         """Context manager that acquires (waiting at most ``timeout`` seconds, None =
-        forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        forever) or raises :class:`LockTimeoutError`, and releases on exit.
+
+        ``min_hold`` (seconds; single locks): the hold ends no sooner than that long
+        after it was taken, even if the block ends sooner (or raises): the rest is
+        left on a fixed lease, nothing renews or releases it (a cron job on several
+        hosts, each trying with ``timeout=0``: a host whose schedule fires a little
+        later finds it held and skips)."""
+        check_seconds(min_hold, "min_hold", warn_long=True)
         if not self._acquire(True, timeout, lease):
             raise self._timed_out(timeout)
         try:
             yield self
         finally:
-            self._release()
+            self._release(min_hold)
 
     def _enter(self) -> None:
         self._acquire(True, -1, None)

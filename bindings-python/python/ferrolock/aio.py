@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from . import _errors, _lock, _native
 from ._args import check_seconds
 from ._client import Synchronized, _check_hold_options, _ClientBase, _connect_options
+from ._election import AsyncElection as Election, AsyncObserver as Observer, Leader, Leadership
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
 from ._args import check_count
@@ -76,9 +77,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Client",
     "CountDownLatch",
+    "Election",
+    "Leader",
+    "Leadership",
     "Lock",
     "LostEvent",
     "MultiLock",
+    "Observer",
     "OnLost",
     "Permit",
     "PermitExpirableSemaphore",
@@ -180,6 +185,7 @@ class Client(_ClientBase, _AsyncScoped):
         timeout: float | None = None,
         lease: float | None = None,
         fenced: bool = False,
+        min_hold: float | None = None,
     ) -> Callable[[Callable[_P, Awaitable[_R]]], Synchronized[_P, Coroutine[Any, Any, _R], Lock]]:
         """A decorator for ``async def`` functions: each call runs while its task
         holds lock ``name`` (see :meth:`ferrolock.Client.synchronized`)::
@@ -189,9 +195,12 @@ class Client(_ClientBase, _AsyncScoped):
 
         Not acquired within ``timeout`` seconds (None: as long as it takes):
         :class:`LockTimeoutError`, and the function does not run. Cancelling the
-        call while it waits leaves nothing held. A plain function raises TypeError.
+        call while it waits leaves nothing held. ``min_hold`` keeps the lock at least
+        that long after the acquire (cron on several hosts, as there). A plain
+        function raises TypeError.
         """
         _check_hold_options(timeout, lease)
+        check_seconds(min_hold, "min_hold", warn_long=True)
         lock = self.fenced_lock(name) if fenced else self.lock(name)
 
         def decorate(fn: Callable[_P, Awaitable[_R]]) -> Synchronized[_P, Coroutine[Any, Any, _R], Lock]:
@@ -203,7 +212,7 @@ class Client(_ClientBase, _AsyncScoped):
 
             @functools.wraps(fn)
             async def synchronized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-                async with lock.hold(timeout=timeout, lease=lease):
+                async with lock.hold(timeout=timeout, lease=lease, min_hold=min_hold):
                     return await fn(*args, **kwargs)
 
             synchronized.lock = lock  # type: ignore[attr-defined]
@@ -211,6 +220,11 @@ class Client(_ClientBase, _AsyncScoped):
             return wrapped
 
         return decorate
+
+    def election(self, name: str, on_lost: Callable[..., object] | None = None, *, label: str | None = None) -> Election:
+        """A new candidate in the leader election ``name`` (:class:`Election`; see
+        :meth:`ferrolock.Client.election`)."""
+        return Election(self, name, on_lost, label)
 
     async def inspect(self, name: str, kind: str | None = None) -> Inspection:
         """:meth:`ferrolock.Client.inspect`, awaited."""
@@ -344,12 +358,17 @@ class _TaskHeld(_Holdable, _AsyncScoped):
         self._watch_task()
         return acquired
 
-    def _give_back(self, slot: _Slot) -> asyncio.Future[bool]:
-        """Releases one level; the release runs to its end even if the awaiting
-        task is cancelled (as the core's release does), and is tracked when it ends."""
-        release = slot.holder.release_async()
+    def _give_back(self, slot: _Slot, min_hold: float | None = None) -> asyncio.Future[object]:
+        """Releases one level (with ``min_hold``: the hold, no sooner than that long
+        after it was taken); the release runs to its end even if the awaiting task
+        is cancelled (as the core's release does), and is tracked when it ends."""
+        release: asyncio.Future[object]
+        if min_hold is None:
+            release = slot.holder.release_async()  # type: ignore[assignment]
+        else:
+            release = slot.holder.release_min_hold_async(min_hold)  # type: ignore[assignment]
 
-        def released(_f: asyncio.Future[bool]) -> None:
+        def released(_f: asyncio.Future[object]) -> None:
             self._after_release(slot)
             self._track(slot)
 
@@ -371,22 +390,27 @@ class _TaskHeld(_Holdable, _AsyncScoped):
         event = slot.lost_event
         return event._wait(event._generation)
 
-    async def _release(self) -> None:
+    async def _release(self, min_hold: float | None = None) -> None:
         try:
-            await self._give_back(self._slot())
+            await self._give_back(self._slot(), min_hold)
         finally:
             self._watch_task()
 
     @contextlib.asynccontextmanager
-    async def hold(self, timeout: float | None = None, lease: float | None = None) -> AsyncIterator[Self]:
+    async def hold(
+        self, timeout: float | None = None, lease: float | None = None, *, min_hold: float | None = None
+    ) -> AsyncIterator[Self]:
         """Async context manager that acquires (waiting at most ``timeout`` seconds,
-        None = forever) or raises :class:`LockTimeoutError`, and releases on exit."""
+        None = forever) or raises :class:`LockTimeoutError`, and releases on exit
+        (no sooner than ``min_hold`` seconds after the acquire: see
+        :meth:`ferrolock.Lock.hold`)."""
+        check_seconds(min_hold, "min_hold", warn_long=True)
         if not await self._acquire(True, timeout, lease):
             raise self._timed_out(timeout)
         try:
             yield self
         finally:
-            await self._release()
+            await self._release(min_hold)
 
     async def _aenter(self) -> None:
         await self._acquire(True, -1, None)

@@ -11,6 +11,9 @@ Examples:
   ferrolock unlock --force deploy
   ferrolock run --semaphore 3 gpu -- ./train.sh          # at most 3 at once
   ferrolock latch ready --wait --timeout 60              # until the services counted down
+  ferrolock elect scheduler -- ./scheduler               # one leader among the hosts runs it
+  ferrolock leader scheduler --watch                     # who leads, and each change
+  ferrolock run -n --min-hold 60 nightly -- ./nightly.sh # cron on many hosts: once per tick
   FERROLOCK_SENTINEL_PASSWORD=... ferrolock --url redis+sentinel://s1,s2,s3/mymaster \\
       run nightly-report -- ./report.sh
   ferrolock --url redis://a:6379 --url redis://b:6379 --url redis://c:6379 \\
@@ -82,6 +85,14 @@ before the lease ran out comes back empty and lets a second holder in (restart i
 only after the longest lease, or run it with appendonly yes + appendfsync always);
 a server clock jumping forward, or a pause longer than the lease, shortens the hold.
 
+CMD gets FERROLOCK_LOCK (NAME) in its environment (and FERROLOCK_TOKEN with --fenced).
+--min-hold SECS keeps the lock until SECS after it was acquired even if CMD ends
+sooner: the lock is left with a fixed lease for the rest and ferrolock exits (nothing
+keeps running). A cron job scheduled on several hosts runs once per tick when every
+host runs it with -n and a --min-hold longer than the hosts' clock skew (and shorter
+than the period minus that skew): a host whose cron fires late finds the lock held
+and skips (exit 1, or -E 0 to skip quietly). See the guide \"Cron on many hosts\".
+
 Other kinds (one URL each; they exclude each other and --fenced): --shared and
 --exclusive take the read and the write side of the read-write lock NAME (many
 --shared runs at once, or one --exclusive run), as flock -s / -x do on a file;
@@ -104,4 +115,5 @@ Examples:
   ferrolock run --url redis://a --url redis://b --url redis://c job -- ./job.sh   # Redlock
   ferrolock run --shared config -- ./read-config.sh   # with other readers
   ferrolock run --exclusive config -- ./rewrite-config.sh
-  ferrolock run --semaphore 3 gpu -- ./train.sh       # at most 3 at once";
+  ferrolock run --semaphore 3 gpu -- ./train.sh       # at most 3 at once
+  ferrolock run -n -E 0 --min-hold 30 report -- ./report.sh   # in every host's crontab";

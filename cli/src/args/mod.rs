@@ -9,10 +9,12 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit;
 
+mod elect;
 mod help;
 mod top;
 
 use help::{ABOUT, EXAMPLES, RUN_HELP};
+pub(crate) use elect::{ElectArgs, LeaderArgs};
 pub(crate) use top::TopArgs;
 
 #[derive(Parser)]
@@ -79,6 +81,8 @@ pub(crate) enum Command {
     Latch(LatchArgs),
     Top(TopArgs),
     Demo(DemoArgs),
+    Elect(ElectArgs),
+    Leader(LeaderArgs),
 }
 
 /// Run CMD while holding lock NAME; exit with CMD's status.
@@ -153,6 +157,13 @@ pub(crate) struct RunArgs {
     /// still runs after SECS [default: wait for CMD however long it takes]
     #[arg(long, value_name = "SECS", value_parser = parse_wait, allow_negative_numbers = true)]
     pub(crate) kill_after: Option<Duration>,
+
+    /// Keep the lock until SECS after it was acquired even when CMD ends sooner (by a
+    /// fixed lease for the rest: nothing keeps running): with -n on every host of a
+    /// cron job, a host whose clock or cron fires up to SECS late finds it held and skips.
+    /// One URL only
+    #[arg(long, value_name = "SECS", value_parser = parse_lease, allow_negative_numbers = true, conflicts_with_all = ["semaphore", "shared"])]
+    pub(crate) min_hold: Option<Duration>,
 
     /// Run SHELL_COMMAND with `sh -c` instead of CMD, like `flock -c` (CMD and -c exclude each other)
     #[arg(short = 'c', long = "command", value_name = "SHELL_COMMAND", conflicts_with = "command")]

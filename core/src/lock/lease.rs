@@ -68,8 +68,8 @@ impl Lock {
     /// Leaves `info` (at most 1024 bytes; `None` removes it) beside this holder's
     /// hold, shown by [`Lock::status`] in place of the note the client writes itself
     /// ([`crate::HolderNotes`]); Redisson ignores it. It lives as long as the hold:
-    /// renewed with it, removed with its release (unless the client's notes are
-    /// [`crate::HolderNotes::Off`]: then it expires with the lease as it is now).
+    /// renewed with it, removed with its release (with the client's notes
+    /// [`crate::HolderNotes::Off`] too).
     /// `NotOwner` if this holder does not hold the lock.
     pub async fn set_holder_info(&self, info: Option<&str>) -> Result<()> {
         let holder = self.one()?;

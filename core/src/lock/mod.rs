@@ -13,6 +13,7 @@ mod granted;
 mod guard;
 mod handoff;
 pub(crate) mod holder;
+mod later;
 mod lease;
 mod multi;
 mod note;

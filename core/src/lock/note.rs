@@ -83,7 +83,9 @@ impl Holder {
             return None;
         }
         let after = match self.ctx.config.holder_notes {
-            HolderNotes::Off => return None,
+            // Never written by itself; one an election's leader wrote is kept alive.
+            HolderNotes::Off if now => return None,
+            HolderNotes::Off => Duration::MAX,
             HolderNotes::Always => Duration::ZERO,
             HolderNotes::Long if now => return None,
             HolderNotes::Long => self.ctx.config.holder_note_after,
@@ -139,6 +141,31 @@ impl Lock {
     /// removes it. At most 600 bytes.
     pub fn set_holder_command(&self, command: Option<&str>) -> Result<()> {
         self.each_holder(&|h| h.set_detail(None, Some(command)))
+    }
+
+    /// The note of this holder's current hold, to be written now whatever the
+    /// client's notes mode says (an election's leader writes it at once, so that
+    /// `leader()` answers right after a campaign: election/announce.rs); `None` when
+    /// nothing is held. Once written, [`Lock::note_written`] has the watchdog keep it.
+    pub(crate) fn note_now(&self) -> Option<NoteTicket> {
+        let holder = self.one().ok()?;
+        let (generation, _, held, renewed) = holder.cell.note_due(true, Duration::ZERO)?;
+        Some(NoteTicket {
+            key: holder.names.name.clone(),
+            note_key: holder.names.holder_info(&holder.field),
+            owner: holder.field.clone(),
+            text: Some(text(holder, renewed)),
+            held_ms: held.as_millis() as u64,
+            generation,
+        })
+    }
+
+    /// The note of [`Lock::note_now`] is on the server: refreshed with the hold's
+    /// renewals, removed with its release.
+    pub(crate) fn note_written(&self, generation: u64) {
+        if let Ok(holder) = self.one() {
+            holder.cell.note_written(generation);
+        }
     }
 
     fn each_holder(&self, f: &dyn Fn(&Holder) -> Result<()>) -> Result<()> {

@@ -36,6 +36,7 @@ scripts! {
     RENEW = "lock/renew.lua";
     FORCE_UNLOCK = "lock/force_unlock.lua";
     EXTEND = "lock/extend.lua";
+    RELEASE_LATER = "lock/release_later.lua";
     HOLDER_INFO = "lock/holder_info.lua";
     NOTES = "lock/notes.lua";
     FAIR_ACQUIRE = "lock/fair_acquire.lua";
@@ -56,6 +57,8 @@ scripts! {
     PERMITS_RELEASE = "permits/release.lua";
     LATCH_TRY_SET = "latch/try_set_count.lua";
     LATCH_COUNT_DOWN = "latch/count_down.lua";
+    ELECTION_ANNOUNCE = "election/announce.lua";
+    ELECTION_LEADER = "election/leader.lua";
 }
 
 /// The Redis command called on a line of one of our scripts, from an error that

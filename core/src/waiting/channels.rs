@@ -47,6 +47,16 @@ impl Policy {
     }
 }
 
+/// What a listener hears on a channel (an observer: every message, without taking
+/// a waiter's wake-up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// A message: its channel and payload.
+    Message(Vec<u8>, Vec<u8>),
+    /// Messages may have been missed (a reconnect, a subscription the server ended).
+    Gap,
+}
+
 /// A waiter a release of this client may hand its hold to.
 pub(crate) trait Successor: Send + Sync {
     /// Claims this waiter for a hand-off of what a release offers (a lock: the
@@ -90,6 +100,8 @@ pub(super) struct Shared {
     /// Entries in `State::channels` (with waiters, or lingering): while there are
     /// none, an acquire has nothing to ask the hub before its first try.
     pub channels: AtomicUsize,
+    /// Listeners registered on any channel (observers: hub.rs's `listen`).
+    pub listening: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -106,6 +118,8 @@ pub(super) struct State {
 
 pub(super) struct Channel {
     pub waiters: VecDeque<Arc<Slot>>,
+    /// Listeners, by id: each hears every message and gap, and takes no wake-up.
+    pub listeners: Vec<(u64, mpsc::UnboundedSender<Heard>)>,
     policy: Policy,
     /// When the primitive was last seen to expire (from a failed attempt): a waiter
     /// that queues behind others without trying wakes by then at the latest.
@@ -140,7 +154,20 @@ impl Slot {
 
 impl Channel {
     pub fn new(policy: Policy) -> Self {
-        Channel { waiters: VecDeque::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None, recheck_due: false }
+        Channel { waiters: VecDeque::new(), listeners: Vec::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None, recheck_due: false }
+    }
+
+    /// True while it should be subscribed: someone waits or listens there.
+    pub fn wanted(&self) -> bool {
+        !self.waiters.is_empty() || !self.listeners.is_empty()
+    }
+
+    /// Messages may have been lost: every waiter tries again, every listener hears a gap.
+    pub fn missed(&self) {
+        self.wake_all();
+        self.listeners.iter().for_each(|(_, tx)| {
+            let _ = tx.send(Heard::Gap);
+        });
     }
 
     /// The epoch while subscribed: a try sent after reading it, and the same epoch
@@ -166,8 +193,11 @@ impl Channel {
     }
 
     /// Applies one message, by the channel's policy.
-    pub fn deliver(&self, payload: &[u8]) {
+    pub fn deliver(&self, channel: &[u8], payload: &[u8]) {
         self.epoch.fetch_add(1, Ordering::AcqRel);
+        for (_, tx) in &self.listeners {
+            let _ = tx.send(Heard::Message(channel.to_vec(), payload.to_vec()));
+        }
         match self.policy.decode(payload) {
             Wake::None => {}
             Wake::First(n) => self.wake_first(n),

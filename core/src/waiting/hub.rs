@@ -14,7 +14,7 @@ use std::time::Instant;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::channels::{Channel, Known, Policy, Shared, Slot, State, Successor};
+use super::channels::{Channel, Heard, Known, Policy, Shared, Slot, State, Successor};
 use super::subscriber;
 use crate::config::Config;
 use crate::transport::Transport;
@@ -54,7 +54,7 @@ impl Drop for Waiter {
             // This waiter leaves with an unused wake: hand it on.
             channel.wake_first(1);
         }
-        if channel.waiters.is_empty() {
+        if !channel.wanted() {
             channel.idle_since = Some(Instant::now());
             if let Some(tx) = &state.reconcile {
                 let _ = tx.send(self.channel.clone());
@@ -76,6 +76,7 @@ impl Hub {
             parked: AtomicUsize::new(0),
             streaking: AtomicUsize::new(0),
             channels: AtomicUsize::new(0),
+            listening: AtomicUsize::new(0),
         };
         Hub { shared: Arc::new(shared) }
     }
@@ -161,6 +162,50 @@ impl Hub {
             _ = shutdown.wait_for(|down| *down) => {}
         }
         (waiter, queued)
+    }
+
+    /// Listens on `channels` (an observer): every message there, and a gap whenever
+    /// messages may have been missed, go to the returned receiver, in the order the
+    /// server sent them; no waiter's wake-up is taken. Subscribes where needed and
+    /// waits (bounded by the response timeout) until every subscription is confirmed.
+    /// Dropping the [`Listener`] leaves the channels (a moment later, as a waiter does).
+    pub async fn listen(&self, channels: &[Vec<u8>]) -> (Listener, mpsc::UnboundedReceiver<Heard>) {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut confirmations = Vec::new();
+        {
+            let mut state = self.shared.state.lock().unwrap();
+            if state.task.is_none() {
+                let (reconcile, requests) = mpsc::unbounded_channel();
+                state.reconcile = Some(reconcile);
+                state.task = Some(self.shared.runtime.spawn(subscriber::run(self.shared.clone(), requests)));
+            }
+            for name in channels {
+                let entry = state.channels.entry(name.clone()).or_insert_with(|| {
+                    self.shared.channels.fetch_add(1, Ordering::AcqRel);
+                    Channel::new(Policy::Lock)
+                });
+                entry.idle_since = None;
+                entry.listeners.push((id, tx.clone()));
+                confirmations.push(entry.subscribed.subscribe());
+                if !*entry.subscribed.borrow() {
+                    if let Some(reconcile) = &state.reconcile {
+                        let _ = reconcile.send(name.clone());
+                    }
+                }
+            }
+            self.shared.listening.fetch_add(1, Ordering::AcqRel);
+        }
+        let listener = Listener { shared: self.shared.clone(), channels: channels.to_vec(), id };
+        let mut shutdown = self.shared.shutdown.clone();
+        // Each to a bool: a `Ref` kept by the join while the others wait is not Send.
+        let confirmed = futures_util::future::join_all(confirmations.iter_mut().map(|rx| async { rx.wait_for(|s| *s).await.is_ok() }));
+        tokio::select! {
+            _ = tokio::time::timeout(self.shared.config.response_timeout, confirmed) => {}
+            _ = shutdown.wait_for(|down| *down) => {}
+        }
+        (listener, rx)
     }
 
     /// Claims the first waiter on `channel` that a release by holder `releaser` may
@@ -249,9 +294,35 @@ impl Hub {
             task.abort();
         }
         state.reconcile = None;
-        for channel in state.channels.values() {
+        for channel in state.channels.values_mut() {
             channel.set_subscribed(false);
             channel.wake_all();
+            // Their receivers end: an observer reports the client closed.
+            channel.listeners.clear();
+        }
+    }
+}
+
+/// A listener on some channels (see [`Hub::listen`]). Dropping it leaves them.
+pub(crate) struct Listener {
+    shared: Arc<Shared>,
+    channels: Vec<Vec<u8>>,
+    id: u64,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let mut state = self.shared.state.lock().unwrap();
+        self.shared.listening.fetch_sub(1, Ordering::AcqRel);
+        for name in &self.channels {
+            let Some(channel) = state.channels.get_mut(name) else { continue };
+            channel.listeners.retain(|(id, _)| *id != self.id);
+            if !channel.wanted() {
+                channel.idle_since = Some(Instant::now());
+                if let Some(tx) = &state.reconcile {
+                    let _ = tx.send(name.clone());
+                }
+            }
         }
     }
 }

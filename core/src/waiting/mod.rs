@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::error::{Error, ErrorKind, Result};
-pub(crate) use channels::{Known, Policy, Successor};
+pub(crate) use channels::{Heard, Known, Policy, Successor};
+pub(crate) use hub::Listener;
 use hub::Hub;
 
 /// The outcome of one try.

@@ -45,7 +45,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         };
         let wanted: Vec<Vec<u8>> = {
             let state = shared.state.lock().unwrap();
-            state.channels.iter().filter(|(_, c)| !c.waiters.is_empty()).map(|(k, _)| k.clone()).collect()
+            state.channels.iter().filter(|(_, c)| c.wanted()).map(|(k, _)| k.clone()).collect()
         };
         if !wanted.is_empty() {
             if let Err(e) = sink.subscribe(&wanted).await {
@@ -68,7 +68,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
             if reconnect {
                 shared.transport.metrics.reconnected();
                 tracing::info!(channels = wanted.len(), "pub/sub connection made again; waking every waiter to retry");
-                state.channels.values().for_each(Channel::wake_all);
+                state.channels.values().for_each(Channel::missed);
             }
         }
         reconnect = true;
@@ -79,7 +79,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = heartbeat.tick(), if shared.waiting.load(Ordering::Acquire) > 0 => {
+                _ = heartbeat.tick(), if shared.waiting.load(Ordering::Acquire) + shared.listening.load(Ordering::Acquire) > 0 => {
                     if let Err(e) = sink.check(shared.config.response_timeout).await {
                         tracing::info!(error = %e, "a pub/sub server stopped answering; reconnecting");
                         break;
@@ -136,10 +136,10 @@ fn refused(shared: &Shared, e: &redis::RedisError) {
     }
 }
 
-fn dispatch(shared: &Shared, channel: &[u8], payload: &[u8]) {
+fn dispatch(shared: &Shared, name: &[u8], payload: &[u8]) {
     let state = shared.state.lock().unwrap();
-    if let Some(channel) = state.channels.get(channel) {
-        channel.deliver(payload);
+    if let Some(channel) = state.channels.get(name) {
+        channel.deliver(name, payload);
     }
 }
 
@@ -150,7 +150,7 @@ fn dispatch(shared: &Shared, channel: &[u8], payload: &[u8]) {
 async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) -> redis::RedisResult<()> {
     let dropped = {
         let state = shared.state.lock().unwrap();
-        state.channels.get(&name).is_some_and(|c| !c.waiters.is_empty() && *c.subscribed.borrow())
+        state.channels.get(&name).is_some_and(|c| c.wanted() && *c.subscribed.borrow())
     };
     if !dropped {
         return Ok(());
@@ -160,7 +160,7 @@ async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) 
     sink.subscribe(std::slice::from_ref(&name)).await?;
     let state = shared.state.lock().unwrap();
     if let Some(c) = state.channels.get(&name) {
-        c.wake_all();
+        c.missed();
     }
     Ok(())
 }
@@ -179,7 +179,7 @@ async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -
         let mut state = shared.state.lock().unwrap();
         let reconcile = state.reconcile.clone();
         let Some(c) = state.channels.get_mut(&name) else { return Ok(()) };
-        let wanted = !c.waiters.is_empty();
+        let wanted = c.wanted();
         let subscribed = *c.subscribed.borrow();
         if !wanted && subscribed {
             if let Some(until) = c.idle_since.map(|t| t + LINGER).filter(|t| *t > Instant::now()) {
@@ -211,7 +211,7 @@ async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -
         let state = shared.state.lock().unwrap();
         if let Some(c) = state.channels.get(&name) {
             c.set_subscribed(true);
-            if c.waiters.is_empty() {
+            if !c.wanted() {
                 // Everyone left while subscribing: undo on the next pass.
                 if let Some(tx) = &state.reconcile {
                     let _ = tx.send(name.clone());
@@ -223,7 +223,7 @@ async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -
             sink.unsubscribe(&name).await?;
         }
         let mut state = shared.state.lock().unwrap();
-        if state.channels.get(&name).is_some_and(|c| c.waiters.is_empty()) {
+        if state.channels.get(&name).is_some_and(|c| !c.wanted()) {
             state.channels.remove(&name);
             shared.channels.fetch_sub(1, Ordering::AcqRel);
         } else if let Some(tx) = &state.reconcile {
