@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+# A run builds everything once: incremental caches would only fill the disk (several GB).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 ensure_redis_server
 ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm tmux:tmux
 # Each part's heading carries the time spent so far, so the slow parts show.
