@@ -80,12 +80,15 @@ pub(crate) fn command_at(error: &str) -> Option<String> {
 mod tests {
     #[test]
     fn the_command_of_a_script_line() {
-        let error = format!("ERR ... script: {}, on @user_script:18.", super::ACQUIRE.get_hash());
+        let (source, _) = super::ALL.iter().find(|(_, s)| s.get_hash() == super::ACQUIRE.get_hash()).unwrap();
+        let line = source.lines().position(|l| l.contains("call('hincrby'")).unwrap() + 1;
+        let error = format!("ERR ... script: {}, on @user_script:{line}.", super::ACQUIRE.get_hash());
         assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
+        assert_eq!(super::command_at(&error.replace(&format!(":{line}."), ":1.")).as_deref(), None, "line 1 calls nothing");
         assert_eq!(super::command_at("ERR no script named here"), None);
         // Redis 6.2's text (scripts/test-servers.sh runs the ACL tests against it).
         let error = format!(
-            "Error running script (call to f_{}): @user_script:14: @user_script: 14: The user executing the script can't run this command or subcommand",
+            "Error running script (call to f_{}): @user_script:{line}: @user_script: {line}: The user executing the script can't run this command or subcommand",
             super::ACQUIRE.get_hash()
         );
         assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
