@@ -46,7 +46,9 @@ section "cross-language suite and CLI"
 bash scripts/build.sh
 # Every test target of tests/Cargo.toml but the Redisson one (next step), then the CLI crate's own.
 # migration_flock: the flock(1) migration page's rows, flock and ferrolock run side by side.
-cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock
+# election: candidates in every language through kill -9s and resignations with an outside
+# fence; cron: two libfaketime-skewed hosts per tick with --min-hold, and its control.
+cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock --test election --test cron
 cargo test -p ferrolock-cli
 
 section "failover harness (scripts/failover.sh --short): the negative control must catch overlaps, every client process must finish"
