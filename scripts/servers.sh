@@ -3,6 +3,7 @@
 # scripts/test.sh).
 #
 # The tarballs (redis-6.2.16.tar.gz, valkey-8.0.1.tar.gz, ...) are read from
+# tests/servers/ (valkey-8.0.1, which the test command runs) or from
 # $FERROLOCK_SERVER_SOURCES, by default ../shared/servers next to the repository.
 # Each server is built once, with plain `make` (TLS on, so the TLS tests run too; no
 # network), into target/servers/<name>-<version>/bin/, which holds redis-server and
@@ -15,6 +16,18 @@ SERVERS_DIR=${SERVERS_DIR:-$PWD/target/servers}
 
 server_sources() {
   echo "${FERROLOCK_SERVER_SOURCES:-$PWD/../shared/servers}"
+}
+
+# Where NAME-VERSION's tarball is: the repository's own copy (tests/servers/, checked
+# against its SHA256SUMS), else server_sources().
+server_tarball() {
+  local id=$1
+  if [ -f "$PWD/tests/servers/$id.tar.gz" ]; then
+    (cd "$PWD/tests/servers" && grep " $id.tar.gz\$" SHA256SUMS | sha256sum --check --quiet) >&2 || return 1
+    echo "$PWD/tests/servers/$id.tar.gz"
+  else
+    echo "$(server_sources)/$id.tar.gz"
+  fi
 }
 
 # The bin/ directory of a built server (whether built yet or not).
@@ -30,7 +43,7 @@ build_server() {
   bin=$(server_bin "$id")
   [ -x "$bin/redis-server" ] && return 0
   local tarball
-  tarball="$(server_sources)/$id.tar.gz"
+  tarball=$(server_tarball "$id") || { echo "cannot build $id: tests/servers/$id.tar.gz does not match tests/servers/SHA256SUMS" >&2; return 1; }
   if [ ! -f "$tarball" ]; then
     echo "cannot build $id: no $tarball." >&2
     echo "The server source tarballs live outside the repository (the developers' guide hands them over);" >&2

@@ -16,7 +16,7 @@ cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).
 cargo test -p ferrolock --features spans --test spans
 
-section "Valkey 8.0.1: one server and a Cluster (scripts/test-servers.sh --quick: core's tests; the server built once into target/servers/ from \$FERROLOCK_SERVER_SOURCES, by default ../shared/servers)"
+section "Valkey 8.0.1: one server and a Cluster (scripts/test-servers.sh --quick: core's tests; the server built once into target/servers/ from tests/servers/valkey-8.0.1.tar.gz)"
 bash scripts/test-servers.sh --quick valkey-8.0.1
 
 section "release artifacts (scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one install-and-run each)"
