@@ -14,7 +14,8 @@
 //! count-down latch (counters.rs), RedissonRedLock / RedissonMultiLock (multi.rs),
 //! the fair lock, the read-write lock and the permit-expirable semaphore (family.rs);
 //! the calls of docs/site/migration/redisson.md those do not make (api.rs); an election on the
-//! name of an RLock and RFencedLock (election.rs); and a mixed
+//! name of an RLock and RFencedLock (election.rs); RLock and RFencedLock behind Sentinel
+//! against ferrolock under each replica-ack policy (sentinel.rs); and a mixed
 //! fleet on a Cluster, Redisson in cluster mode (cluster.rs). Each test names the rows
 //! of that page it backs (`// row: redisson/ID`; scripts/docs/check_rows.py).
 //!
@@ -36,6 +37,8 @@ mod family;
 mod locks;
 #[path = "redisson/multi.rs"]
 mod multi;
+#[path = "redisson/sentinel.rs"]
+mod sentinel;
 
 use std::time::Duration;
 
@@ -153,5 +156,6 @@ for_each_version! {
     api::expirable_permits,
     api::synced_slaves_default,
     cluster::mixed_fleet_on_a_cluster,
+    sentinel::replica_ack_policies_behind_sentinel,
     election::election,
 }

@@ -73,7 +73,7 @@ async fn hold_and_run(semaphore: &Semaphore, plan: &Plan, permits: u64, signals:
             Err(code) => code,
         };
     }
-    let mut child = match child::spawn(&plan.command, &[("FERROLOCK_LOCK", plan.name.clone())], None) {
+    let child = match child::spawn(&plan.command, &[("FERROLOCK_LOCK", plan.name.clone())], None) {
         Ok(child) => child,
         Err(code) => {
             return match give_back(semaphore, "; the command did not start").await {

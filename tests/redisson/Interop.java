@@ -4,7 +4,8 @@
 //   java -cp ... Interop WATCHDOG_MS URL [URL...]
 //
 // with one RedissonClient per URL (lockWatchdogTimeout = WATCHDOG_MS; a URL
-// "cluster:redis://h:p,redis://h:p..." is a Cluster client on those seeds). It prints
+// "cluster:redis://h:p,redis://h:p..." is a Cluster client on those seeds,
+// "sentinel:MASTER:redis://h:p,..." a client behind those sentinels). It prints
 // "ready", then reads one command per line on stdin and answers each with one line:
 // the result, or "error <what>". Numbers are decimal, booleans "true"/"false", a
 // timed wait that ran out answers "busy" (latch: "closed").
@@ -81,6 +82,7 @@ import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
 
 public class Interop {
     /** One command: its arguments (after the command words) in, the reply line out. */
@@ -110,6 +112,18 @@ public class Interop {
                         .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
                 for (String node : url.substring("cluster:".length()).split(",")) {
                     cluster.addNodeAddress(node);
+                }
+            } else if (url.startsWith("sentinel:")) {
+                // "sentinel:MASTER:redis://h:p,...": behind Sentinel, the master named MASTER
+                // on those sentinels (checkLockSyncedSlaves stays at its default, on).
+                String[] parts = url.substring("sentinel:".length()).split(":", 2);
+                var sentinel = config.useSentinelServers().setMasterName(parts[0])
+                        .setReadMode(ReadMode.MASTER)
+                        .setMasterConnectionMinimumIdleSize(1).setMasterConnectionPoolSize(4)
+                        .setSlaveConnectionMinimumIdleSize(1).setSlaveConnectionPoolSize(2)
+                        .setSubscriptionConnectionMinimumIdleSize(1).setSubscriptionConnectionPoolSize(2);
+                for (String node : parts[1].split(",")) {
+                    sentinel.addSentinelAddress(node);
                 }
             } else {
                 config.useSingleServer().setAddress(url).setConnectionMinimumIdleSize(2).setConnectionPoolSize(4);
