@@ -9,6 +9,11 @@ names a row: Python ``@pytest.mark.row("<page>/<id>", ...)``, Node
 ``row('<page>/<id>' | [...], title, fn)``, Rust a ``// row: <page>/<id>`` line above
 the test.
 
+A page whose first lines carry ``<!-- rows: names only -->`` is exempt: it maps another
+tool's API names, as that tool's documentation gives them, to ferrolock's, and states
+only ferrolock's behaviour (checked by the tests its guides name); no suite here runs
+that tool (etcd, Curator, consul and ShedLock are not installed by the test command).
+
 This is the static half. The suites check the other half when they run: pytest's
 bindings-python/tests/migration/conftest.py and Node's test/migration/rows.js fail
 unless every row of their pages passed in that run; tests/migration_flock.rs checks
@@ -29,6 +34,7 @@ SUITES = [
     "tests/migration_flock.rs",
     "tests/redisson/*.rs",
 ]
+NAMES_ONLY = "<!-- rows: names only -->"
 MARKER = re.compile(r"<!-- row: ([a-z0-9-]+)/([a-z0-9-]+) -->")
 
 
@@ -40,6 +46,8 @@ def page_rows(problems: list[str]) -> dict[str, str]:
         if page.name == "index.md":
             continue
         lines = page.read_text().splitlines()
+        if NAMES_ONLY in lines[:5]:
+            continue
         for n, line in enumerate(lines, 1):
             separator = lambda text: text.startswith("|") and set(text) <= set("|-: ")  # noqa: E731
             if not line.startswith("|") or separator(line) or (n < len(lines) and separator(lines[n])):
