@@ -30,8 +30,7 @@ pub const SENTINEL_DATA: &str = "on >locker-pw resetkeys resetchannels -@all \
 
 /// On every sentinel: where the master is, and its failovers as they happen.
 pub const SENTINELS: &str = "on >watcher-pw resetchannels -@all \
-    +ping +client|setname +sentinel|get-master-addr-by-name +sentinel|replicas \
-    +subscribe +unsubscribe &+switch-master";
+    +sentinel|get-master-addr-by-name +sentinel|replicas +subscribe &+switch-master";
 
 /// On every node of a Redis 7.0+ Cluster: sharded pub/sub instead of the classic,
 /// and the slot map.

@@ -39,6 +39,8 @@ pub(crate) struct Master {
     pub describe: String,
     failovers: Arc<Failovers>,
     seen: Mutex<Seen>,
+    /// Whether a sentinel's ACL refusal of `+switch-master` was told (once per client).
+    refusal_told: std::sync::atomic::AtomicBool,
 }
 
 /// What this client last saw of the master.
@@ -94,7 +96,8 @@ impl Master {
             sentinels.iter().map(|i| super::describe(i.addr())).collect::<Vec<_>>().join(",")
         );
         let seen = Mutex::new(Seen::default());
-        Ok(Master { sentinels, name, data: data.clone(), connect_timeout, describe, failovers, seen })
+        let refusal_told = Default::default();
+        Ok(Master { sentinels, name, data: data.clone(), connect_timeout, describe, failovers, seen, refusal_told })
     }
 
     /// A client for the current master (see [`Master::locate`]).
@@ -139,6 +142,12 @@ impl Master {
             if answers.iter().any(|a| matches!(a, Answer::Failed(e) if auth(e))) {
                 let said = self.said(&answers);
                 return Err(redis::RedisError::from((redis::ErrorKind::AuthenticationFailed, "the sentinels refused us", said)));
+            }
+            // An ACL on the sentinels: a permission error (naming the rule), not an outage.
+            if answers.iter().any(|a| matches!(a, Answer::Failed(e) if e.code() == Some("NOPERM"))) {
+                let said = self.said(&answers);
+                let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+                return Err(redis::RedisError::from((kind, "the sentinels refused the sentinels' user (the sentinel username option)", said)));
             }
             return Err(refused(format!(
                 "no majority ({majority} of {}) of the sentinels names a master \"{}\" that this client can follow: {}",
