@@ -139,3 +139,21 @@ async fn without_subscribe_waiters_still_acquire_and_the_client_warns_once() {
     holder.shutdown().await.unwrap();
     c.shutdown().await.unwrap();
 }
+
+/// The operating guide (and the README, for one server) shows exactly the users the
+/// tests run as (acl.rs, acl_sentinel.rs, acl_cluster.rs).
+#[test]
+fn the_guide_shows_exactly_the_tested_users() {
+    use common::acl::{CLUSTER_NODES, ONE_SERVER, SENTINELS, SENTINEL_DATA};
+    let flat = |text: &str| text.replace("\\\n", " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = |user: &str, rules: &str| {
+        flat(&format!("ACL SETUSER {user} {}", rules.replace(">locker-pw", ">secret").replace(">watcher-pw", ">secret")))
+    };
+    let guide = flat(&std::fs::read_to_string(repo_root().join("docs/site/guides/operating.md")).unwrap());
+    for (user, rules) in [("locker", ONE_SERVER), ("locker", SENTINEL_DATA), ("watcher", SENTINELS), ("locker", CLUSTER_NODES)] {
+        assert!(guide.contains(&shown(user, rules)), "the operating guide shows:\n{}", shown(user, rules));
+    }
+    let readme = flat(&std::fs::read_to_string(repo_root().join("README.md")).unwrap());
+    assert!(readme.contains(&shown("locker", ONE_SERVER)), "the README shows:\n{}", shown("locker", ONE_SERVER));
+    assert!(readme.contains(&shown("watcher", SENTINELS)), "the README shows:\n{}", shown("watcher", SENTINELS));
+}
