@@ -94,12 +94,17 @@ async fn a_refusal_behind_sentinel_names_the_rule() {
     assert_eq!(lock.local_hold_count(), 0);
     c.shutdown().await.unwrap();
 
-    // The sentinels' user without the master's address.
+    // The sentinels' user without the master's address...
     users(&set, SENTINEL_DATA, &SENTINELS.replace(" +sentinel|get-master-addr-by-name ", " ")).await;
     let err = as_users(&set).connect().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
     assert!(err.message().contains("+sentinel|get-master-addr-by-name"), "names the rule: {err}");
     assert!(err.message().contains("sentinels' user"), "says which user: {err}");
+    // ... or without its replicas (what the acknowledgement counts on).
+    users(&set, SENTINEL_DATA, &SENTINELS.replace(" +sentinel|replicas ", " ")).await;
+    let err = as_users(&set).connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.message().contains("+sentinel|replicas"), "names the rule: {err}");
 
     // The sentinels' user without the +switch-master channel: locks work, and the
     // client says once that failovers are noticed late, and what to grant.

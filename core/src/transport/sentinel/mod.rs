@@ -189,7 +189,11 @@ impl Master {
             pipe.cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(&self.name);
             pipe.cmd("SENTINEL").arg("REPLICAS").arg(&self.name);
             let mut replies: Vec<redis::Value> = pipe.ignore_errors().query_async(&mut conn).await?;
-            let replicas = replies.pop().and_then(|r| redis::from_redis_value::<Vec<HashMap<String, String>>>(r).ok());
+            // Refused by an ACL, the replicas' count would read as none: say so instead.
+            let replicas = match replies.pop().unwrap_or(redis::Value::Nil).extract_error() {
+                Err(e) if e.code() == Some("NOPERM") => return Err(e),
+                reply => reply.ok().and_then(|r| redis::from_redis_value::<Vec<HashMap<String, String>>>(r).ok()),
+            };
             let address: Option<(String, u16)> = redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil).extract_error()?)?;
             RedisResult::Ok(match address {
                 Some((host, port)) => {
