@@ -85,7 +85,7 @@ mod tests {
         assert_eq!(super::command_at("ERR no script named here"), None);
         // Redis 6.2's text (scripts/test-servers.sh runs the ACL tests against it).
         let error = format!(
-            "Error running script (call to f_{}): @user_script:14: @user_script: 14: The user executing the script can't run this command or subcommand",
+            "Error running script (call to f_{}): @user_script:18: @user_script: 18: The user executing the script can't run this command or subcommand",
             super::ACQUIRE.get_hash()
         );
         assert_eq!(super::command_at(&error).as_deref(), Some("hincrby"));
