@@ -246,13 +246,13 @@ fn permission_hint(text: &str) -> String {
         .map(str::to_string)
         .or_else(|| crate::scripts::command_at(text));
     if lower.contains("channel") {
-        return "the ACL user needs access to the object's channels: &redisson_*{<name>* &ferrolock_*{<name>* \
+        return "the ACL user needs access to the object's channels: &redisson_*{<lock name>* &ferrolock_*{<lock name>* \
                 (the operating guide's least-privilege users)"
             .to_string();
     }
     if lower.contains("key") {
-        return "the ACL user needs key access to the name and its helper keys: ~<name> ~{<name>* \
-                ~redisson_*{<name>* ~ferrolock_*{<name>* (scripts' keys need key access too)"
+        return "the ACL user needs key access to the lock name and its helper keys: ~<lock name> ~{<lock name>* \
+                ~redisson_*{<lock name>* ~ferrolock_*{<lock name>* (scripts' keys need key access too)"
             .to_string();
     }
     if let Some(command) = command {
