@@ -116,7 +116,8 @@ where
 /// The whole family as `a` and `b` (two clients of the same user, watchdog 10 s),
 /// on names under `prefix` (`app:`): reentrant lock with a holder note, fenced lock,
 /// fair lock, read-write lock, semaphore, expirable permits, count-down latch and an
-/// election (leader, observer), each with a waiter woken by the release's message.
+/// election (leader, observer), each with a waiter woken by the release's message;
+/// `inspect` of a name.
 pub async fn run_family(a: &Client, b: &Client, prefix: &str) {
     let name = |n: &str| format!("{prefix}{n}");
 
@@ -143,6 +144,7 @@ pub async fn run_family(a: &Client, b: &Client, prefix: &str) {
     guard.release().await.unwrap();
 
     let fair = a.fair_lock(&name("fair")).unwrap().acquire().await.unwrap();
+    assert_eq!(b.inspect(&name("fair")).await.unwrap().lock.map(|l| l.holders.len()), Some(1));
     let theirs = b.fair_lock(&name("fair")).unwrap();
     let waiter = tokio::spawn(async move { theirs.acquire().await.unwrap().release().await.map(|_| ()).unwrap() });
     woken(b, waiter, async { fair.release().await.map(|_| ()).unwrap() }).await;
@@ -170,6 +172,7 @@ pub async fn run_family(a: &Client, b: &Client, prefix: &str) {
     let waiter = tokio::spawn(async move { theirs.acquire(None).await.unwrap().release().await.map(|_| ()).unwrap() });
     woken(b, waiter, async { held.release().await.map(|_| ()).unwrap() }).await;
     assert_eq!(permits.available().await.unwrap(), 1);
+    assert_eq!(b.inspect(&name("permits")).await.unwrap().permits, Some(1));
 
     let latch = a.count_down_latch(&name("latch")).unwrap();
     assert!(latch.try_set_count(1).await.unwrap());
