@@ -62,8 +62,10 @@ pub async fn set_user(raw: &mut MultiplexedConnection, user: &str, rules: &str) 
 }
 
 /// What the ACL refused `user` on one node (ACL LOG: reason, context and object of
-/// each entry). CLIENT SETINFO is left out: redis-rs sends it on every connect to
-/// 7.2+ and goes on without it; it cannot be granted on servers that lack it.
+/// each entry). CLIENT SETINFO is left out: redis-rs sends it on every connect and
+/// goes on without it; it cannot be granted on servers before 7.2, which lack it
+/// (6.2 logs the refusal as `client`, without the subcommand: every other CLIENT
+/// call of ferrolock is SETNAME, granted).
 pub async fn refused(raw: &mut MultiplexedConnection, user: &str) -> Vec<String> {
     let log: Vec<Value> = redis::cmd("ACL").arg("LOG").query_async(raw).await.unwrap();
     let mut refused = Vec::new();
@@ -74,7 +76,12 @@ pub async fn refused(raw: &mut MultiplexedConnection, user: &str) -> Vec<String>
             _ => continue,
         };
         let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
-        if field("username") == user && field("object") != "client|setinfo" {
+        let setinfo = match field("object").as_str() {
+            "client|setinfo" => true,
+            "client" => super::redis_server_version() < (7, 0, 0),
+            _ => false,
+        };
+        if field("username") == user && !setinfo {
             refused.push(format!("{} {} {}", field("reason"), field("context"), field("object")));
         }
     }

@@ -191,10 +191,14 @@ impl Master {
             let mut replies: Vec<redis::Value> = pipe.ignore_errors().query_async(&mut conn).await?;
             // Refused by an ACL, the replicas' count would read as none: say so instead.
             let replicas = match replies.pop().unwrap_or(redis::Value::Nil).extract_error() {
-                Err(e) if e.code() == Some("NOPERM") => return Err(e),
+                Err(e) if e.code() == Some("NOPERM") => return Err(no_permission("replicas")),
                 reply => reply.ok().and_then(|r| redis::from_redis_value::<Vec<HashMap<String, String>>>(r).ok()),
             };
-            let address: Option<(String, u16)> = redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil).extract_error()?)?;
+            let address = match replies.pop().unwrap_or(redis::Value::Nil).extract_error() {
+                Err(e) if e.code() == Some("NOPERM") => return Err(no_permission("get-master-addr-by-name")),
+                reply => reply?,
+            };
+            let address: Option<(String, u16)> = redis::from_redis_value(address)?;
             RedisResult::Ok(match address {
                 Some((host, port)) => {
                     let host = if host.contains(':') { format!("[{host}]") } else { host };
@@ -260,6 +264,13 @@ impl Master {
         seen.switch = Some((old.to_string(), new.to_string(), Instant::now()));
         Some(format!("+switch-master: master \"{}\" moved from {old} to {new}", self.name))
     }
+}
+
+/// A sentinel's ACL refused `SENTINEL <sub>`, named in full: Redis 6.2 names only
+/// the container ("the 'sentinel' command or its subcommand").
+fn no_permission(sub: &str) -> redis::RedisError {
+    let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+    redis::RedisError::from((kind, "refused", format!("the sentinels' user has no permissions to run the 'sentinel|{sub}' command")))
 }
 
 /// A failure to find the master, before anything was sent to a data node: a refused
