@@ -20,8 +20,8 @@
 #             errors, pub/sub, ACL, TLS, INFO: CORE_SINGLE below), the Python, Node
 #             and C tests of the family, status and errors, the CLI tests, and the
 #             quick cross-language test (one wake-up across every language pair);
-#   sentinel  core's Sentinel tests (failover, replica acknowledgement, passwords);
-#   cluster   core's Cluster tests (sharded or classic pub/sub, resharding, failover)
+#   sentinel  core's Sentinel tests (failover, replica acknowledgement, passwords, ACL users);
+#   cluster   core's Cluster tests (sharded or classic pub/sub, resharding, failover, ACL)
 #             and Redisson in cluster mode beside ferrolock (the mixed fleet).
 # Logs of every suite: target/servers/logs/<server>-<topology>/.
 set -euo pipefail
@@ -39,8 +39,8 @@ if (($#)); then SERVERS=("$@"); else SERVERS=("${BUILT[@]}" "$DEBIAN"); fi
 
 CORE_SINGLE=(protocol servers acl waiting fair rwlock semaphore permits latch inspect holder_notes script_loading host_link
   host_driving conveniences close release_outage watchdog semaphore_handoff redlock_concurrent)
-CORE_SENTINEL=(sentinel)
-CORE_CLUSTER=(cluster cluster_family)
+CORE_SENTINEL=(sentinel acl_sentinel)
+CORE_CLUSTER=(cluster cluster_family acl_cluster)
 # Python: every file but test_close_many.py (20,000 holds with a 2 s lease: a test of
 # the close's speed on a quiet machine, not of the server) and test_sentinel.py (the
 # Sentinel row's).

@@ -246,18 +246,19 @@ fn permission_hint(text: &str) -> String {
         .map(str::to_string)
         .or_else(|| crate::scripts::command_at(text));
     if lower.contains("channel") {
-        return "the ACL user needs access to the lock channels: &redisson_lock__channel:* (or resetchannels &*)"
+        return "the ACL user needs access to the object's channels: &redisson_*{<lock name>* &ferrolock_*{<lock name>* \
+                (the operating guide's least-privilege users)"
             .to_string();
     }
     if lower.contains("key") {
-        return "the ACL user needs key access to the lock name and its helper keys: ~<lock name> \
-                ~redisson_*{<lock name>* (scripts' keys need key access too)"
+        return "the ACL user needs key access to the lock name and its helper keys: ~<lock name> ~{<lock name>* \
+                ~redisson_*{<lock name>* ~ferrolock_*{<lock name>* (scripts' keys need key access too)"
             .to_string();
     }
     if let Some(command) = command {
         return format!("the ACL user needs +{command} (ACL SETUSER <user> +{command})");
     }
-    "grant the ACL user the commands, keys and channels of the README's least-privilege ACL user".to_string()
+    "grant the ACL user the commands, keys and channels of the operating guide's least-privilege ACL user".to_string()
 }
 
 impl fmt::Display for Error {

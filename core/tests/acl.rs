@@ -1,4 +1,6 @@
-//! ACL users: the least-privilege user of the README runs every lock operation; a
+//! ACL users: the one-server least-privilege user of the operating guide runs every
+//! lock operation and the whole family, and no command, key or channel of it is
+//! refused (ACL LOG; Sentinel's and Cluster's users: acl_sentinel.rs, acl_cluster.rs); a
 //! user refused a command gets `PermissionDenied` naming the rule that would allow
 //! it (and nothing stays locked); a user refused pub/sub still gets its locks, and
 //! the client warns once that waiting is slow.
@@ -11,19 +13,8 @@ use common::*;
 use ferrolock::{AcquireOptions, ErrorKind};
 use redis::AsyncCommands;
 
-/// The README's least-privilege user, for lock names under `app:`.
-const LEAST_PRIVILEGE: &str = "on >locker-pw resetkeys resetchannels -@all \
-    +ping +evalsha +script|load +script|exists +time +hget +hgetall +get +mget +pttl +type +unlink +pubsub|numsub \
-    +subscribe +unsubscribe +exists +hexists +hincrby +hset +incr +pexpire +publish +set +del +client|setname \
-    ~app:* ~redisson_*{app:* ~ferrolock_*{app:* &redisson_lock__channel:{app:*";
-
 async fn acl_setuser(raw: &mut redis::aio::MultiplexedConnection, user: &str, rules: &str) {
-    let mut cmd = redis::cmd("ACL");
-    cmd.arg("SETUSER").arg(user);
-    for rule in rules.split_whitespace() {
-        cmd.arg(rule);
-    }
-    let _: () = cmd.query_async(raw).await.unwrap();
+    common::acl::set_user(raw, user, rules).await;
 }
 
 fn url_as(server: &RedisServer, user: &str, password: &str) -> String {
@@ -34,7 +25,7 @@ fn url_as(server: &RedisServer, user: &str, password: &str) -> String {
 async fn the_least_privilege_user_runs_the_whole_lock_cycle() {
     let server = RedisServer::start();
     let mut raw = server.raw().await;
-    acl_setuser(&mut raw, "locker", LEAST_PRIVILEGE).await;
+    acl_setuser(&mut raw, "locker", common::acl::ONE_SERVER).await;
     let url = url_as(&server, "locker", "locker-pw");
     let a = builder(&url, 1500).connect().await.unwrap();
     let b = builder(&url, 1500).connect().await.unwrap();
@@ -88,6 +79,20 @@ async fn the_least_privilege_user_runs_the_whole_lock_cycle() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_one_server_user_runs_the_whole_family_and_nothing_is_refused() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    acl_setuser(&mut raw, "locker", common::acl::ONE_SERVER).await;
+    let url = url_as(&server, "locker", "locker-pw");
+    let a = builder(&url, 10_000).connect().await.unwrap();
+    let b = builder(&url, 10_000).connect().await.unwrap();
+    common::acl::run_family(&a, &b, "app:").await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    common::acl::nothing_refused(&mut [(server.port, raw)], "locker").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_command_is_permission_denied_and_names_the_rule() {
     let server = RedisServer::start();
     let mut raw = server.raw().await;
@@ -100,6 +105,8 @@ async fn a_refused_command_is_permission_denied_and_names_the_rule() {
     assert!(err.message().contains("\"refused\""), "names the lock: {err}");
     assert_eq!(lock.local_hold_count(), 0);
     assert!(!raw.exists::<_, bool>("refused").await.unwrap(), "nothing locked");
+    let logged = common::acl::refused(&mut raw, "limited").await;
+    assert!(logged.iter().any(|r| r.contains("hincrby")), "the server's ACL LOG shows it (what nothing_refused reads): {logged:?}");
 
     // A key outside the user's patterns.
     acl_setuser(&mut raw, "keyless", "on >pw ~other:* &* +@all").await;
@@ -131,4 +138,22 @@ async fn without_subscribe_waiters_still_acquire_and_the_client_warns_once() {
     assert!(said[0].contains("+subscribe"), "says why: {}", said[0]);
     holder.shutdown().await.unwrap();
     c.shutdown().await.unwrap();
+}
+
+/// The operating guide (and the README, for one server) shows exactly the users the
+/// tests run as (acl.rs, acl_sentinel.rs, acl_cluster.rs).
+#[test]
+fn the_guide_shows_exactly_the_tested_users() {
+    use common::acl::{CLUSTER_NODES, ONE_SERVER, SENTINELS, SENTINEL_DATA};
+    let flat = |text: &str| text.replace("\\\n", " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = |user: &str, rules: &str| {
+        flat(&format!("ACL SETUSER {user} {}", rules.replace(">locker-pw", ">secret").replace(">watcher-pw", ">secret")))
+    };
+    let guide = flat(&std::fs::read_to_string(repo_root().join("docs/site/guides/operating.md")).unwrap());
+    for (user, rules) in [("locker", ONE_SERVER), ("locker", SENTINEL_DATA), ("watcher", SENTINELS), ("locker", CLUSTER_NODES)] {
+        assert!(guide.contains(&shown(user, rules)), "the operating guide shows:\n{}", shown(user, rules));
+    }
+    let readme = flat(&std::fs::read_to_string(repo_root().join("README.md")).unwrap());
+    assert!(readme.contains(&shown("locker", ONE_SERVER)), "the README shows:\n{}", shown("locker", ONE_SERVER));
+    assert!(readme.contains(&shown("watcher", SENTINELS)), "the README shows:\n{}", shown("watcher", SENTINELS));
 }

@@ -20,6 +20,7 @@ pub fn builder(url: &str, watchdog_ms: u64) -> ClientBuilder {
         .retry_window(Duration::from_secs(3))
 }
 
+pub mod acl;
 pub mod replicated;
 
 /// Warnings logged through `tracing` (the message of each), collected for the tests

@@ -39,6 +39,8 @@ pub(crate) struct Master {
     pub describe: String,
     failovers: Arc<Failovers>,
     seen: Mutex<Seen>,
+    /// Whether a sentinel's ACL refusal of `+switch-master` was told (once per client).
+    refusal_told: std::sync::atomic::AtomicBool,
 }
 
 /// What this client last saw of the master.
@@ -94,7 +96,8 @@ impl Master {
             sentinels.iter().map(|i| super::describe(i.addr())).collect::<Vec<_>>().join(",")
         );
         let seen = Mutex::new(Seen::default());
-        Ok(Master { sentinels, name, data: data.clone(), connect_timeout, describe, failovers, seen })
+        let refusal_told = Default::default();
+        Ok(Master { sentinels, name, data: data.clone(), connect_timeout, describe, failovers, seen, refusal_told })
     }
 
     /// A client for the current master (see [`Master::locate`]).
@@ -140,6 +143,12 @@ impl Master {
                 let said = self.said(&answers);
                 return Err(redis::RedisError::from((redis::ErrorKind::AuthenticationFailed, "the sentinels refused us", said)));
             }
+            // An ACL on the sentinels: a permission error (naming the rule), not an outage.
+            if answers.iter().any(|a| matches!(a, Answer::Failed(e) if e.code() == Some("NOPERM"))) {
+                let said = self.said(&answers);
+                let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+                return Err(redis::RedisError::from((kind, "the sentinels refused the sentinels' user (the sentinel username option)", said)));
+            }
             return Err(refused(format!(
                 "no majority ({majority} of {}) of the sentinels names a master \"{}\" that this client can follow: {}",
                 self.sentinels.len(),
@@ -180,8 +189,16 @@ impl Master {
             pipe.cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(&self.name);
             pipe.cmd("SENTINEL").arg("REPLICAS").arg(&self.name);
             let mut replies: Vec<redis::Value> = pipe.ignore_errors().query_async(&mut conn).await?;
-            let replicas = replies.pop().and_then(|r| redis::from_redis_value::<Vec<HashMap<String, String>>>(r).ok());
-            let address: Option<(String, u16)> = redis::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil).extract_error()?)?;
+            // Refused by an ACL, the replicas' count would read as none: say so instead.
+            let replicas = match replies.pop().unwrap_or(redis::Value::Nil).extract_error() {
+                Err(e) if e.code() == Some("NOPERM") => return Err(no_permission("replicas")),
+                reply => reply.ok().and_then(|r| redis::from_redis_value::<Vec<HashMap<String, String>>>(r).ok()),
+            };
+            let address = match replies.pop().unwrap_or(redis::Value::Nil).extract_error() {
+                Err(e) if e.code() == Some("NOPERM") => return Err(no_permission("get-master-addr-by-name")),
+                reply => reply?,
+            };
+            let address: Option<(String, u16)> = redis::from_redis_value(address)?;
             RedisResult::Ok(match address {
                 Some((host, port)) => {
                     let host = if host.contains(':') { format!("[{host}]") } else { host };
@@ -247,6 +264,13 @@ impl Master {
         seen.switch = Some((old.to_string(), new.to_string(), Instant::now()));
         Some(format!("+switch-master: master \"{}\" moved from {old} to {new}", self.name))
     }
+}
+
+/// A sentinel's ACL refused `SENTINEL <sub>`, named in full: Redis 6.2 names only
+/// the container ("the 'sentinel' command or its subcommand").
+fn no_permission(sub: &str) -> redis::RedisError {
+    let kind = redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm);
+    redis::RedisError::from((kind, "refused", format!("the sentinels' user has no permissions to run the 'sentinel|{sub}' command")))
 }
 
 /// A failure to find the master, before anything was sent to a data node: a refused

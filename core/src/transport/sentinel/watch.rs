@@ -52,6 +52,15 @@ impl Master {
                     }
                     tracing::debug!(sentinel = %super::super::describe(sentinel.addr()), "the +switch-master subscription ended; subscribing again");
                 }
+                Ok(Err(e)) if e.code() == Some("NOPERM") => {
+                    if !self.refusal_told.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        tracing::warn!(
+                            sentinel = %super::super::describe(sentinel.addr()),
+                            "a sentinel refused the subscription to +switch-master ({e}): failovers are noticed only when a command fails; \
+                             the sentinels' user needs +subscribe &+switch-master"
+                        );
+                    }
+                }
                 Ok(Err(e)) => tracing::debug!(sentinel = %super::super::describe(sentinel.addr()), error = %e, "cannot subscribe to +switch-master; retrying"),
                 Err(_) => tracing::debug!(sentinel = %super::super::describe(sentinel.addr()), "timed out subscribing to +switch-master; retrying"),
             }
