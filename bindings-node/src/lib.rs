@@ -25,6 +25,7 @@ mod family;
 mod host;
 mod lock;
 mod log;
+mod lost;
 
 /// One worker thread for core's background work (renewals, the subscriber, resolvers):
 /// calls themselves run on the JS thread (executor.rs), and on small machines a
