@@ -15,8 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use ferrolock::log_bridge::{Bridge, EventText, Logger, SetError};
 use ferrolock::Error;
 
-use crate::ffi::{c_str, internal, invalid};
-use crate::lock::lock_ignoring_poison;
+use crate::ffi::{c_str, internal, invalid, lock_ignoring_poison};
 use crate::status::ferrolock_status;
 
 /// The level of a log event. The numeric values are part of the ABI.
