@@ -11,6 +11,9 @@ ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrin
 # Each part's heading carries the time spent so far, so the slow parts show.
 section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
+section "import circles (scripts/check_imports.py: the files of each binding and of the CLI import one another one way; core's are core/tests/layers.rs's)"
+python3 scripts/check_imports.py
+
 section "core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
 # The acquire spans exist only with the `spans` feature (for OpenTelemetry).

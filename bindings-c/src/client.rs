@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ferrolock::{Client, Error};
 
 use crate::ffi::{self, answer_new, block_on, c_str, internal, reclaim};
-use crate::handle::CLIENTS;
+use crate::handle::{Kind, Registry};
 use crate::options::ferrolock_options;
 use crate::status::ferrolock_status;
 
@@ -23,6 +23,9 @@ pub(crate) struct ClientHandle {
     pub(crate) client: Client,
     id: CString,
 }
+
+/// The live client handles (handle.rs).
+pub(crate) static CLIENTS: Registry<ClientHandle> = Registry::new(Kind::Client);
 
 const _: () = ffi::shared_between_threads::<ClientHandle>();
 

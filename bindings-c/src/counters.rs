@@ -12,7 +12,7 @@ use ferrolock::{Client, CountDownLatch, Error, ErrorKind, PermitExpirableSemapho
 
 use crate::client::{client_arg, ferrolock_client};
 use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, optional_millis, reclaim};
-use crate::handle::{Registry, LATCHES, PERMITS, SEMAPHORES};
+use crate::handle::{Kind, Registry};
 use crate::status::ferrolock_status;
 
 /// Bytes a permit id takes in the buffer of `ferrolock_permits_acquire()`: 32 hex
@@ -47,6 +47,11 @@ pub(crate) struct Counted<T> {
 pub(crate) type SemaphoreState = Counted<Semaphore>;
 pub(crate) type PermitsState = Counted<PermitExpirableSemaphore>;
 pub(crate) type LatchState = Counted<CountDownLatch>;
+
+/// The live handles of each kind (handle.rs).
+pub(crate) static SEMAPHORES: Registry<SemaphoreState> = Registry::new(Kind::Semaphore);
+pub(crate) static PERMITS: Registry<PermitsState> = Registry::new(Kind::Permits);
+pub(crate) static LATCHES: Registry<LatchState> = Registry::new(Kind::Latch);
 
 const _: () = ffi::shared_between_threads::<SemaphoreState>();
 const _: () = ffi::shared_between_threads::<PermitsState>();

@@ -11,10 +11,9 @@ use std::thread::ThreadId;
 use ferrolock::{Election, Error, ErrorKind, Leader, Observer};
 
 use crate::client::{client_arg, ferrolock_client};
-use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, optional_millis, out, reclaim};
-use crate::handle::{ELECTIONS, OBSERVERS};
+use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, lock_ignoring_poison, optional_millis, out, reclaim};
+use crate::handle::{Kind, Registry};
 use crate::holder::{ferrolock_holder, HolderText};
-use crate::lock::lock_ignoring_poison;
 use crate::lost::{ferrolock_lost_cb, LostSlot};
 use crate::status::ferrolock_status;
 
@@ -45,6 +44,10 @@ pub(crate) struct ObserverState {
     /// The leader of the latest change told (its strings, until the next change).
     told: Mutex<Option<Arc<HolderText>>>,
 }
+
+/// The live handles of each kind (handle.rs).
+pub(crate) static ELECTIONS: Registry<ElectionState> = Registry::new(Kind::Election);
+pub(crate) static OBSERVERS: Registry<ObserverState> = Registry::new(Kind::Observer);
 
 const _: () = ffi::shared_between_threads::<ElectionState>();
 const _: () = ffi::shared_between_threads::<ObserverState>();

@@ -3,17 +3,18 @@
 //! (pointers, C strings, durations), handles made and taken back for freeing, and blocking
 //! calls on the shared runtime.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ferrolock::{validate, Client, Error, ErrorKind};
+use ferrolock::{validate, Client, Error};
 
 use crate::handle::Registry;
-use crate::status::{ferrolock_status, status_of};
+// Re-exported: the binding's own errors, which every exported function may make.
+pub(crate) use crate::status::{internal, invalid};
+use crate::status::{ferrolock_status, set_last_error, status_of};
 
 /// The body of an exported function. The function itself, its docs,
 /// `#[no_mangle] pub unsafe extern "C" fn` and signature, is written out at the call
@@ -38,20 +39,6 @@ macro_rules! ffi {
     ($body:block) => {
         $crate::ffi::run(|| -> ::std::result::Result<(), ::ferrolock::Error> { $body })
     };
-}
-
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
-/// The calling thread's last error message (see `ferrolock_last_error()`).
-pub(crate) fn last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
-}
-
-fn set_last_error(message: &str) {
-    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = message);
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -85,12 +72,10 @@ pub(crate) fn run_or<T>(fallback: T, body: impl FnOnce() -> Result<T, Error>) ->
     outcome(body).unwrap_or(fallback)
 }
 
-pub(crate) fn invalid(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::InvalidArgument, message)
-}
-
-pub(crate) fn internal(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Internal, message)
+/// A mutex's data even if a thread panicked while holding it: every use here leaves
+/// the data consistent between statements, and a panic must not make a handle unusable.
+pub(crate) fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub(crate) unsafe fn out<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T, Error> {
@@ -183,6 +168,7 @@ pub(crate) const fn shared_between_threads<T: Send + Sync>() {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferrolock::ErrorKind;
     use crate::status::ferrolock_last_error;
     use crate::status::ferrolock_status::*;
 

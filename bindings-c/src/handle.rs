@@ -13,8 +13,11 @@
 //! network round-trip of almost every call). A handle freed while another thread
 //! is still inside a call on it stays alive until that call returns.
 //!
-//! fork(): the registry lock is taken around fork() (pthread_atfork) so that a
-//! child never inherits it locked by a thread that does not exist there.
+//! fork(): the registry locks are taken around fork() (pthread_atfork) so that a
+//! child never inherits one locked by a thread that does not exist there.
+//!
+//! Each registry is a `static` beside the type it holds (`LOCKS` in lock.rs, ...):
+//! this file knows the handle types by their [`Kind`] only, so it sits below them.
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -24,25 +27,63 @@ use std::sync::{Arc, Once};
 
 use ferrolock::Error;
 
-use crate::client::ClientHandle;
-use crate::counters::{LatchState, PermitsState, SemaphoreState};
-use crate::election::{ElectionState, ObserverState};
-use crate::ffi::invalid;
-use crate::inspect::{InspectionState, ScanState};
-use crate::lock::LockState;
+use crate::status::invalid;
 
-/// Low bits of a handle value: which registry it belongs to (never 0, so no handle is NULL).
+/// Low bits of a handle value: which registry it belongs to (its [`Kind`]).
 const TAG_BITS: u32 = 4;
 const TAG_MASK: usize = (1 << TAG_BITS) - 1;
-const TAG_CLIENT: usize = 1;
-const TAG_LOCK: usize = 2;
-const TAG_SEMAPHORE: usize = 3;
-const TAG_PERMITS: usize = 4;
-const TAG_LATCH: usize = 5;
-const TAG_INSPECTION: usize = 6;
-const TAG_SCAN: usize = 7;
-const TAG_ELECTION: usize = 8;
-const TAG_OBSERVER: usize = 9;
+
+/// The handle types, each a registry's tag (never 0, so no handle is NULL).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Kind {
+    Client = 1,
+    Lock,
+    Semaphore,
+    Permits,
+    Latch,
+    Inspection,
+    Scan,
+    Election,
+    Observer,
+}
+
+impl Kind {
+    const ALL: [Kind; 9] = [
+        Kind::Client,
+        Kind::Lock,
+        Kind::Semaphore,
+        Kind::Permits,
+        Kind::Latch,
+        Kind::Inspection,
+        Kind::Scan,
+        Kind::Election,
+        Kind::Observer,
+    ];
+
+    /// The C type and the function that frees it.
+    const fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Client => ("ferrolock_client", "ferrolock_client_free"),
+            Kind::Lock => ("ferrolock_lock", "ferrolock_lock_free"),
+            Kind::Semaphore => ("ferrolock_semaphore", "ferrolock_semaphore_free"),
+            Kind::Permits => ("ferrolock_permits", "ferrolock_permits_free"),
+            Kind::Latch => ("ferrolock_latch", "ferrolock_latch_free"),
+            Kind::Inspection => ("ferrolock_inspection", "ferrolock_inspection_free"),
+            Kind::Scan => ("ferrolock_scan", "ferrolock_scan_free"),
+            Kind::Election => ("ferrolock_election", "ferrolock_election_free"),
+            Kind::Observer => ("ferrolock_observer", "ferrolock_observer_free"),
+        }
+    }
+
+    fn of_tag(tag: usize) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| *k as usize == tag)
+    }
+}
+
+/// Each kind's registry lock, by tag: kept here rather than in the registries, so
+/// that the fork handler takes them all without knowing the registries' types.
+static LOCKED: [AtomicBool; 1 << TAG_BITS] = [const { AtomicBool::new(false) }; 1 << TAG_BITS];
+
 /// Slot index bits above the tag; the generation takes the rest (30 bits on 64-bit
 /// targets: a stale handle is mistaken for a live one only after its slot was
 /// reused 2^30 times, and slots are reused oldest-freed first).
@@ -52,15 +93,14 @@ const MAX_SLOTS: usize = 1 << INDEX_BITS;
 const GEN_MASK: usize = usize::MAX >> GEN_SHIFT;
 
 pub(crate) struct Registry<T> {
-    locked: AtomicBool,
     slots: UnsafeCell<Slots<T>>,
-    tag: usize,
+    kind: Kind,
     /// The C type, e.g. "ferrolock_lock", and the function that frees it.
     what: &'static str,
     free_fn: &'static str,
 }
 
-// The slots are only touched with `locked` held.
+// The slots are only touched with the kind's lock (`LOCKED`) held.
 unsafe impl<T: Send + Sync> Sync for Registry<T> {}
 
 struct Slots<T> {
@@ -74,50 +114,43 @@ struct Entry<T> {
     value: Option<Arc<T>>,
 }
 
-pub(crate) static CLIENTS: Registry<ClientHandle> = Registry::new(TAG_CLIENT, "ferrolock_client", "ferrolock_client_free");
-pub(crate) static LOCKS: Registry<LockState> = Registry::new(TAG_LOCK, "ferrolock_lock", "ferrolock_lock_free");
-pub(crate) static SEMAPHORES: Registry<SemaphoreState> =
-    Registry::new(TAG_SEMAPHORE, "ferrolock_semaphore", "ferrolock_semaphore_free");
-pub(crate) static PERMITS: Registry<PermitsState> = Registry::new(TAG_PERMITS, "ferrolock_permits", "ferrolock_permits_free");
-pub(crate) static LATCHES: Registry<LatchState> = Registry::new(TAG_LATCH, "ferrolock_latch", "ferrolock_latch_free");
-pub(crate) static INSPECTIONS: Registry<InspectionState> =
-    Registry::new(TAG_INSPECTION, "ferrolock_inspection", "ferrolock_inspection_free");
-pub(crate) static SCANS: Registry<ScanState> = Registry::new(TAG_SCAN, "ferrolock_scan", "ferrolock_scan_free");
-pub(crate) static ELECTIONS: Registry<ElectionState> = Registry::new(TAG_ELECTION, "ferrolock_election", "ferrolock_election_free");
-pub(crate) static OBSERVERS: Registry<ObserverState> = Registry::new(TAG_OBSERVER, "ferrolock_observer", "ferrolock_observer_free");
+fn lock_kind(kind: Kind) {
+    let locked = &LOCKED[kind as usize];
+    let mut spins = 0u32;
+    while locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        while locked.load(Ordering::Relaxed) {
+            spins += 1;
+            if spins < 64 {
+                spin_loop();
+            } else {
+                // The holder may have been preempted: let it run.
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+fn unlock_kind(kind: Kind) {
+    LOCKED[kind as usize].store(false, Ordering::Release);
+}
 
 fn encode(tag: usize, index: usize, generation: usize) -> usize {
     (generation << GEN_SHIFT) | (index << TAG_BITS) | tag
 }
 
 impl<T> Registry<T> {
-    const fn new(tag: usize, what: &'static str, free_fn: &'static str) -> Self {
-        Registry {
-            locked: AtomicBool::new(false),
-            slots: UnsafeCell::new(Slots { entries: Vec::new(), free: VecDeque::new() }),
-            tag,
-            what,
-            free_fn,
-        }
+    /// The registry of `kind`'s handles (one per kind, in a `static`).
+    pub(crate) const fn new(kind: Kind) -> Self {
+        let (what, free_fn) = kind.names();
+        Registry { slots: UnsafeCell::new(Slots { entries: Vec::new(), free: VecDeque::new() }), kind, what, free_fn }
     }
 
     fn lock(&self) {
-        let mut spins = 0u32;
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            while self.locked.load(Ordering::Relaxed) {
-                spins += 1;
-                if spins < 64 {
-                    spin_loop();
-                } else {
-                    // The holder may have been preempted: let it run.
-                    std::thread::yield_now();
-                }
-            }
-        }
+        lock_kind(self.kind);
     }
 
     fn unlock(&self) {
-        self.locked.store(false, Ordering::Release);
+        unlock_kind(self.kind);
     }
 
     /// Runs `f` on the slots with the registry locked. `f` must not drop an `Arc<T>`
@@ -132,14 +165,14 @@ impl<T> Registry<T> {
             }
         }
         let _unlock = Unlock(self);
-        // SAFETY: `locked` is held until `_unlock` drops.
+        // SAFETY: the kind's lock is held until `_unlock` drops.
         f(unsafe { &mut *self.slots.get() })
     }
 
     /// Registers `value` and returns its handle value.
     pub(crate) fn insert(&self, value: T) -> Result<usize, Error> {
         let value = Arc::new(value);
-        let tag = self.tag;
+        let tag = self.kind as usize;
         let what = self.what;
         self.with(move |s| {
             let index = match s.free.pop_front() {
@@ -168,19 +201,8 @@ impl<T> Registry<T> {
     /// The slot of a handle value, if it is one of this registry's (live or freed).
     fn slot(&self, handle: usize, arg: &str) -> Result<(usize, usize), Error> {
         let tag = handle & TAG_MASK;
-        if tag != self.tag {
-            let other = match tag {
-                TAG_CLIENT => Some(CLIENTS.what),
-                TAG_LOCK => Some(LOCKS.what),
-                TAG_SEMAPHORE => Some(SEMAPHORES.what),
-                TAG_PERMITS => Some(PERMITS.what),
-                TAG_LATCH => Some(LATCHES.what),
-                TAG_INSPECTION => Some(INSPECTIONS.what),
-                TAG_SCAN => Some(SCANS.what),
-                TAG_ELECTION => Some(ELECTIONS.what),
-                TAG_OBSERVER => Some(OBSERVERS.what),
-                _ => None,
-            };
+        if tag != self.kind as usize {
+            let other = Kind::of_tag(tag).map(|k| k.names().0);
             return Err(match other {
                 Some(other) => invalid(format!("{arg} is a {other} handle, not a {}", self.what)),
                 None => self.unknown(handle, arg),
@@ -235,26 +257,10 @@ impl<T> Registry<T> {
 fn register_atfork() {
     static ONCE: Once = Once::new();
     extern "C" fn prepare() {
-        CLIENTS.lock();
-        LOCKS.lock();
-        SEMAPHORES.lock();
-        PERMITS.lock();
-        LATCHES.lock();
-        INSPECTIONS.lock();
-        SCANS.lock();
-        ELECTIONS.lock();
-        OBSERVERS.lock();
+        Kind::ALL.into_iter().for_each(lock_kind);
     }
     extern "C" fn after() {
-        OBSERVERS.unlock();
-        ELECTIONS.unlock();
-        SCANS.unlock();
-        INSPECTIONS.unlock();
-        LATCHES.unlock();
-        PERMITS.unlock();
-        SEMAPHORES.unlock();
-        LOCKS.unlock();
-        CLIENTS.unlock();
+        Kind::ALL.into_iter().rev().for_each(unlock_kind);
     }
     ONCE.call_once(|| {
         // SAFETY: plain functions with static data; registered once.
@@ -266,7 +272,7 @@ fn register_atfork() {
 mod tests {
     use super::*;
 
-    static TEST: Registry<String> = Registry::new(TAG_LOCK, "ferrolock_lock", "ferrolock_lock_free");
+    static TEST: Registry<String> = Registry::new(Kind::Lock);
 
     #[test]
     fn freed_double_freed_and_foreign_handles_are_refused() {
@@ -284,7 +290,7 @@ mod tests {
         assert_eq!(*TEST.get(b, "lock").unwrap(), "b");
         assert!(TEST.get(0, "lock").unwrap_err().message().contains("NULL"));
         assert!(TEST.remove(0, "lock").unwrap().is_none());
-        let as_client = encode(TAG_CLIENT, 0, 0);
+        let as_client = encode(Kind::Client as usize, 0, 0);
         assert!(TEST.get(as_client, "lock").unwrap_err().message().contains("ferrolock_client handle"));
         assert!(TEST.get(0x7fff_dead_bee0, "lock").is_err());
         assert!(TEST.get(usize::MAX, "lock").is_err());
@@ -292,7 +298,7 @@ mod tests {
 
     #[test]
     fn generations_wrap_within_their_bits() {
-        let h = encode(TAG_LOCK, MAX_SLOTS - 1, GEN_MASK);
+        let h = encode(Kind::Lock as usize, MAX_SLOTS - 1, GEN_MASK);
         assert_eq!(TEST.slot(h, "lock").unwrap(), (MAX_SLOTS - 1, GEN_MASK));
     }
 }

@@ -13,7 +13,7 @@ use ferrolock::{Error, ErrorKind, Inspection, ObjectKind};
 
 use crate::client::{client_arg, ferrolock_client};
 use crate::ffi::{self, answer, answer_new, block_on, internal, invalid};
-use crate::handle::{INSPECTIONS, SCANS};
+use crate::handle::{Kind, Registry};
 use crate::holder::{self, ferrolock_holder, HolderText};
 use crate::status::ferrolock_status;
 
@@ -108,6 +108,10 @@ pub(crate) struct ScanState {
     names: Vec<CString>,
     next: AtomicUsize,
 }
+
+/// The live handles of each kind (handle.rs).
+pub(crate) static INSPECTIONS: Registry<InspectionState> = Registry::new(Kind::Inspection);
+pub(crate) static SCANS: Registry<ScanState> = Registry::new(Kind::Scan);
 
 const _: () = ffi::shared_between_threads::<InspectionState>();
 const _: () = ffi::shared_between_threads::<ScanState>();

@@ -15,9 +15,10 @@
 //! Modules, in the order of the header's functions:
 //!
 //! - `ffi`: the `ffi!` body of every export and the argument, C string, duration and
-//!   blocking plumbing, with the thread's last error;
-//! - `handle`: the registries behind every handle type (`ferrolock_client *`, ...), so
-//!   freed, doubly freed and foreign handles are refused, never dereferenced;
+//!   blocking plumbing;
+//! - `handle`: the registry type behind every handle type (`ferrolock_client *`, ...),
+//!   so freed, doubly freed and foreign handles are refused, never dereferenced (each
+//!   registry lives beside its type: `LOCKS` in lock.rs, ...);
 //! - `options`: `ferrolock_options`, the connect settings, and their defaults;
 //! - `client`: `ferrolock_client`;
 //! - `metrics`: `ferrolock_metrics`, a client's counters, and their Prometheus text;
@@ -25,12 +26,13 @@
 //! - `ack`: `ferrolock_replica_ack`, the replica-acknowledgement policies of the options;
 //! - `lock`: `ferrolock_lock`: create (by kind, or both sides of a read-write lock),
 //!   free, per-thread holders, acquire, release, queries, tokens;
-//! - `holder`: `ferrolock_holder`, who holds a lock (owner, note, how long), with
-//!   `ferrolock_lock_set_label()` for what a handle's holders' notes say and
-//!   `ferrolock_lock_holder_info()` for who was in the way of a timed-out acquire;
+//! - `holder`: `ferrolock_holder`, who holds a lock (owner, note, how long);
+//! - `lock_holder`: `ferrolock_lock_set_label()` for what a handle's holders' notes
+//!   say and `ferrolock_lock_holder_info()` for who was in the way of a timed-out acquire;
 //! - `multi`: `ferrolock_quorum` and `ferrolock_multilock_new()`, a lock over several
 //!   member handles (Redlock, MultiLock);
-//! - `lost`: lost holds and the on_lost callback;
+//! - `lost`: the on_lost callback of a handle (a lock's, an election's);
+//! - `lock_lost`: a lock handle's lost holds and `ferrolock_lock_on_lost()`;
 //! - `election`: `ferrolock_election` (a candidate: campaign, resign, term, loss, who
 //!   leads) and `ferrolock_observer` (its leadership changes);
 //! - `counters`: `ferrolock_semaphore`, `ferrolock_permits` (permit-expirable
@@ -39,7 +41,12 @@
 //!   name is, its holders with their notes, lease, waiters, permits or count, last
 //!   token) and `ferrolock_scan`, the names under a prefix;
 //! - `log`: `ferrolock_set_logger()` and `FERROLOCK_LOG`, core's log events for C;
-//! - `status`: `ferrolock_status`, `ferrolock_last_error()`, status names, version.
+//! - `status`: `ferrolock_status`, `ferrolock_last_error()` (the thread's last error),
+//!   status names, version.
+//!
+//! Imports between these files point one way (scripts/check_imports.py): `status`,
+//! `handle` and `ffi` at the bottom, the handle types above them, and a file with
+//! calls on a lock handle (`lock_holder`, `lock_lost`, `multi`) above `lock`.
 
 #![allow(non_camel_case_types)]
 // The exported functions check their pointers themselves (NULL is an error, not UB);
@@ -56,8 +63,10 @@ mod metrics;
 mod kind;
 mod lock;
 mod holder;
+mod lock_holder;
 mod multi;
 mod lost;
+mod lock_lost;
 mod election;
 mod counters;
 mod inspect;
@@ -71,8 +80,10 @@ pub use ack::*;
 pub use kind::*;
 pub use lock::*;
 pub use holder::*;
+pub use lock_holder::*;
 pub use multi::*;
 pub use lost::*;
+pub use lock_lost::*;
 pub use counters::*;
 pub use inspect::*;
 pub use log::*;

@@ -7,15 +7,15 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 
 use ferrolock::{validate, AcquireOptions, Client, Error, ErrorKind, Lock, LockKind, LockOptions, Quorum};
 
 use crate::client::{client_arg, ferrolock_client};
-use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, optional_millis, reclaim};
-use crate::handle::LOCKS;
+use crate::ffi::{self, answer, answer_new, block_on, c_str, invalid, lock_ignoring_poison, optional_millis, reclaim};
+use crate::handle::{Kind, Registry};
 use crate::holder::HolderText;
 use crate::kind::{ferrolock_lock_kind, FerrolockLockKindArg};
 use crate::lost::LostSlot;
@@ -54,6 +54,9 @@ pub struct LockState {
     pub(crate) last_holders: Mutex<HashMap<ThreadId, Arc<HolderText>>>,
 }
 
+/// The live lock handles (handle.rs).
+pub(crate) static LOCKS: Registry<LockState> = Registry::new(Kind::Lock);
+
 /// The holder id of each thread on the two sides of one read-write lock, with how
 /// many of the two handles have a holder for that thread (the id is forgotten with
 /// the last of them, so ids of exited threads do not pile up).
@@ -87,10 +90,6 @@ enum Base {
 }
 
 const _: () = ffi::shared_between_threads::<LockState>();
-
-pub(crate) fn lock_ignoring_poison<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl LockState {
     unsafe fn new(client: *mut ferrolock_client, name: *const c_char, kind: FerrolockLockKindArg) -> Result<Self, Error> {
@@ -218,7 +217,8 @@ impl LockState {
         if !self.is_multi() || lock_ignoring_poison(&self.label).is_some() {
             lock.set_holder_label(Some(&note_label(lock_ignoring_poison(&self.label).as_deref())))?;
         }
-        lock.set_on_lost(Some(self.lost_forwarder()));
+        // Every per-thread holder's loss goes to this handle's C callback (lost.rs).
+        lock.set_on_lost(Some(self.on_lost.forwarder(self.name_c.clone())));
         threads.insert(id, lock.clone());
         Ok(Some(lock))
     }
@@ -527,7 +527,7 @@ pub unsafe extern "C" fn ferrolock_rwlock_new(
 pub unsafe extern "C" fn ferrolock_lock_free(lock: *mut ferrolock_lock) -> ferrolock_status {
     ffi!({
         let Some(lock) = reclaim(lock, &LOCKS, "lock", |l| &l.client)? else { return Ok(()) };
-        lock.set_callback(None);
+        lock.on_lost.set(None);
         // The holds go with the state (`Drop for LockState`): now, unless multi-lock
         // handles over this one still use it.
         drop(lock);

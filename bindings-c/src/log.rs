@@ -1,7 +1,8 @@
 //! Core's `tracing` events for C: to stderr when `FERROLOCK_LOG` is set (a level or
 //! `target=level` list, e.g. `info` or `ferrolock=debug`; read at the first connect),
-//! and to a callback given to `ferrolock_set_logger()`. The subscriber and the
-//! filters are core's log_bridge, as in the Node binding.
+//! and to a callback given to `ferrolock_set_logger()`. The subscriber, the filters
+//! and the logger of the moment are core's log_bridge; this file translates an event
+//! into a call of the callback.
 //!
 //! The callback runs on a thread of its own ("ferrolock-log"), fed by a bounded queue:
 //! never on a thread of the program's (so it may call ferrolock, and a slow callback
@@ -11,12 +12,10 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, OnceLock};
 
-use ferrolock::log_bridge::{self, EventText, FilterHandle};
+use ferrolock::log_bridge::{Bridge, EventText, Logger, SetError};
 use ferrolock::Error;
-use tracing_subscriber::layer::{Context, Layer};
 
-use crate::ffi::{c_str, internal, invalid};
-use crate::lock::lock_ignoring_poison;
+use crate::ffi::{c_str, internal, invalid, lock_ignoring_poison};
 use crate::status::ferrolock_status;
 
 /// The level of a log event. The numeric values are part of the ABI.
@@ -55,14 +54,15 @@ pub type ferrolock_log_fn = Option<
 >;
 
 /// The C logger: its function and userdata, which only the log thread passes back.
-#[derive(Clone, Copy)]
-struct Logger {
+struct CLogger {
     callback: unsafe extern "C" fn(ferrolock_log_level, *const c_char, *const c_char, *const c_char, *mut c_void),
     userdata: *mut c_void,
 }
 
-// The program hands userdata over to the log thread (documented on ferrolock_set_logger).
-unsafe impl Send for Logger {}
+// The program hands userdata over to the log thread (documented on ferrolock_set_logger);
+// other threads only read the pointer, never use it.
+unsafe impl Send for CLogger {}
+unsafe impl Sync for CLogger {}
 
 /// One event on its way to the log thread.
 struct Record {
@@ -73,13 +73,11 @@ struct Record {
 }
 
 /// The logger the log thread calls; replaced by `ferrolock_set_logger()`.
-static LOGGER: Mutex<Option<Logger>> = Mutex::new(None);
+static BRIDGE: Bridge<CLogger> = Bridge::new("FERROLOCK_LOG");
 /// Held by the log thread while it runs the callback: `ferrolock_set_logger()` takes it
 /// after replacing the logger, so once it returns the old callback is not running and
 /// never runs again.
 static CALLING: Mutex<()> = Mutex::new(());
-/// Serializes `ferrolock_set_logger()` calls (filter and callback change together).
-static SETTING: Mutex<()> = Mutex::new(());
 
 thread_local! {
     static ON_LOG_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -89,27 +87,15 @@ thread_local! {
 /// callback that cannot keep up must not make core's threads wait or grow memory).
 const QUEUE: usize = 4096;
 
-/// The reload handle of the callback layer's filter, once the subscriber is installed.
-static INSTALLED: OnceLock<Option<FilterHandle>> = OnceLock::new();
 /// The log thread's queue, started with the first `ferrolock_set_logger()` with a callback.
 static QUEUE_TX: OnceLock<Result<SyncSender<Record>, String>> = OnceLock::new();
 
-const ENV: &str = "FERROLOCK_LOG";
-
-/// The subscriber (core's log_bridge): stderr when `FERROLOCK_LOG` is set, and the
-/// callback layer, off until `ferrolock_set_logger()` sets its filter.
-fn install() -> &'static Option<FilterHandle> {
-    INSTALLED.get_or_init(|| log_bridge::install(ENV, CLayer))
-}
-
 /// At the first connect: installs the subscriber only when `FERROLOCK_LOG` asks for logs.
 pub(crate) fn init_from_env() {
-    if log_bridge::env_asks(ENV) {
-        install();
-    }
+    BRIDGE.init_from_env();
 }
 
-fn queue() -> Result<&'static SyncSender<Record>, Error> {
+fn queue() -> Result<&'static SyncSender<Record>, String> {
     let tx = QUEUE_TX.get_or_init(|| {
         let (tx, rx) = sync_channel::<Record>(QUEUE);
         std::thread::Builder::new()
@@ -118,7 +104,7 @@ fn queue() -> Result<&'static SyncSender<Record>, Error> {
             .map(|_| tx)
             .map_err(|e| format!("cannot start the ferrolock log thread: {e}"))
     });
-    tx.as_ref().map_err(|e| internal(e.clone()))
+    tx.as_ref().map_err(Clone::clone)
 }
 
 /// The log thread: hands each event to the logger of the moment.
@@ -126,7 +112,7 @@ fn deliver(rx: Receiver<Record>) {
     ON_LOG_THREAD.with(|t| t.set(true));
     for record in rx {
         let _calling = lock_ignoring_poison(&CALLING);
-        let Some(logger) = *lock_ignoring_poison(&LOGGER) else { continue };
+        let Some(logger) = BRIDGE.logger() else { continue };
         // SAFETY: the program gave this function and userdata for this call; the
         // strings live until it returns.
         unsafe {
@@ -174,8 +160,8 @@ pub unsafe extern "C" fn ferrolock_set_logger(
     ffi!({
         set_logger(callback, filter, userdata)?;
         if !ON_LOG_THREAD.with(|t| t.get()) {
-            // Waits out a call of the previous callback that is under way (SETTING is
-            // not held here: that callback may be calling this function).
+            // Waits out a call of the previous callback that is under way (the bridge's
+            // own lock is not held here: that callback may be calling this function).
             drop(lock_ignoring_poison(&CALLING));
         }
         Ok(())
@@ -183,54 +169,41 @@ pub unsafe extern "C" fn ferrolock_set_logger(
 }
 
 unsafe fn set_logger(callback: ferrolock_log_fn, filter: *const c_char, userdata: *mut c_void) -> Result<(), Error> {
-    let _one_at_a_time = lock_ignoring_poison(&SETTING);
     let spec = if filter.is_null() { "" } else { c_str(filter, "filter")? };
-    let spec = if spec.trim().is_empty() { "info" } else { spec };
-    let filter = match callback {
-        None => log_bridge::off(),
-        Some(_) => log_bridge::parse_filter(spec).map_err(|e| {
-            invalid(format!(
-                "ferrolock_set_logger: filter {spec:?} is not a valid filter ({e}); give e.g. \"info\" or \"ferrolock=debug\""
-            ))
-        })?,
-    };
-    let Some(handle) = install() else {
-        return Err(invalid("ferrolock_set_logger: another tracing subscriber is installed in this process"));
-    };
-    if callback.is_some() {
-        queue()?;
-    }
-    *lock_ignoring_poison(&LOGGER) = callback.map(|callback| Logger { callback, userdata });
-    handle.reload(filter).map_err(|e| internal(format!("ferrolock_set_logger: {e}")))?;
-    Ok(())
+    let spec = (!spec.trim().is_empty()).then_some(spec);
+    let logger = callback.map(|callback| CLogger { callback, userdata });
+    BRIDGE.set(logger, spec).map_err(|e| match e {
+        SetError::Internal(_) => internal(format!("ferrolock_set_logger: {e}")),
+        _ => invalid(format!("ferrolock_set_logger: {e}")),
+    })
 }
 
-/// Queues the events its filter lets through for the log thread.
-struct CLayer;
+impl Logger for CLogger {
+    /// Queues the event for the log thread.
+    fn log(&self, event: &tracing::Event<'_>) {
+        let Some(Ok(tx)) = QUEUE_TX.get() else { return };
+        let meta = event.metadata();
+        let text = EventText::of(event);
+        let level = match *meta.level() {
+            tracing::Level::ERROR => ferrolock_log_level::FERROLOCK_LOG_ERROR,
+            tracing::Level::WARN => ferrolock_log_level::FERROLOCK_LOG_WARN,
+            tracing::Level::INFO => ferrolock_log_level::FERROLOCK_LOG_INFO,
+            tracing::Level::DEBUG => ferrolock_log_level::FERROLOCK_LOG_DEBUG,
+            tracing::Level::TRACE => ferrolock_log_level::FERROLOCK_LOG_TRACE,
+        };
+        let record = Record {
+            level,
+            target: c_text(meta.target()),
+            message: c_text(&text.message),
+            fields: c_text(&text.fields_line()),
+        };
+        // Never waits for the log thread: a full queue drops the event.
+        let _ = tx.try_send(record);
+    }
 
-impl<S: tracing::Subscriber> Layer<S> for CLayer {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        // A panic here would unwind through core's code into whatever C call is under way.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let Some(Ok(tx)) = QUEUE_TX.get() else { return };
-            let meta = event.metadata();
-            let text = EventText::of(event);
-            let level = match *meta.level() {
-                tracing::Level::ERROR => ferrolock_log_level::FERROLOCK_LOG_ERROR,
-                tracing::Level::WARN => ferrolock_log_level::FERROLOCK_LOG_WARN,
-                tracing::Level::INFO => ferrolock_log_level::FERROLOCK_LOG_INFO,
-                tracing::Level::DEBUG => ferrolock_log_level::FERROLOCK_LOG_DEBUG,
-                tracing::Level::TRACE => ferrolock_log_level::FERROLOCK_LOG_TRACE,
-            };
-            let record = Record {
-                level,
-                target: c_text(meta.target()),
-                message: c_text(&text.message),
-                fields: c_text(&text.fields_line()),
-            };
-            // Never waits for the log thread: a full queue drops the event.
-            let _ = tx.try_send(record);
-        }));
+    /// The log thread, started with the first callback.
+    fn start(&self) -> Result<(), String> {
+        queue().map(drop)
     }
 }
 

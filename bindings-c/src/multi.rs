@@ -6,8 +6,7 @@
 use ferrolock::{Error, Quorum};
 
 use crate::ffi::{answer_new, invalid};
-use crate::handle::LOCKS;
-use crate::lock::{ferrolock_lock, LockState};
+use crate::lock::{ferrolock_lock, LockState, LOCKS};
 use crate::status::ferrolock_status;
 
 /// How many members a multi-lock needs, for `ferrolock_multilock_new()`.

@@ -1,12 +1,12 @@
 //! Statuses: `ferrolock_status`, what each core error becomes, the thread's last
-//! error message, status names and the library version.
+//! error message, status names and the library version; and the errors the binding
+//! makes itself (`invalid`, `internal`), which every file below ffi.rs may need.
 
-use std::ffi::{c_char, CStr};
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
 use std::panic::catch_unwind;
 
-use ferrolock::ErrorKind;
-
-use crate::ffi;
+use ferrolock::{Error, ErrorKind};
 
 /// Result of every ferrolock call that can fail. `FERROLOCK_OK` is 0; every other
 /// value comes with a message from `ferrolock_last_error()` on the same thread.
@@ -122,13 +122,36 @@ pub(crate) fn status_of(kind: ErrorKind) -> ferrolock_status {
     }
 }
 
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// The calling thread's last error message (see `ferrolock_last_error()`).
+fn last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Sets the calling thread's last error message ("": the call succeeded).
+pub(crate) fn set_last_error(message: &str) {
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = message);
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
+pub(crate) fn internal(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Internal, message)
+}
+
 /// The message of the calling thread's last ferrolock call: "" if it succeeded.
 /// Valid until the next ferrolock call on this thread; never NULL. Messages name the
 /// lock and say what to do; they never contain passwords.
 #[no_mangle]
 pub extern "C" fn ferrolock_last_error() -> *const c_char {
     // Not `ffi!`: reading the last error must not reset it.
-    catch_unwind(ffi::last_error).unwrap_or(c"".as_ptr())
+    catch_unwind(last_error).unwrap_or(c"".as_ptr())
 }
 
 /// A static name for a status, e.g. "FERROLOCK_ERR_NOT_OWNER";

@@ -8,54 +8,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferrolock::{LockKind, LockOptions};
-use napi::bindgen_prelude::{Buffer, BufferSlice, Either, FnArgs, PromiseRaw};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Status};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either, PromiseRaw};
+use napi::Env;
 use napi_derive::napi;
 
 use crate::election::NativeElection;
-use crate::errors::{caught, client_closed, invalid, millis, promise, IntoJs, Result};
+use crate::errors::{caught, client_closed, invalid, millis, IntoJs, Result};
+use crate::executor::promise;
 use crate::family::{NativeLatch, NativePermitSemaphore, NativeSemaphore};
 use crate::host::{Host, HostAddress, WakeFn};
 use crate::lock::new_handle;
-
-/// `(lock id, hold sequence number, message, reason)`: a hold of a lock handle was lost.
-/// Weak (unref'd): it never keeps the event loop alive.
-type LostArgs = FnArgs<(u32, u32, String, String)>;
-type LostFn = ThreadsafeFunction<LostArgs, (), LostArgs, Status, false, true>;
+use crate::lost::{LostFn, Shared};
 
 /// Longest wait for releasing a client's locks when its JS environment ends.
 const SHUTDOWN_ON_EXIT: Duration = Duration::from_secs(2);
-
-/// What the client and the lost callbacks of its locks share.
-pub(crate) struct Shared {
-    /// `None` once closed (or once the JS environment that made it went away).
-    client: Mutex<Option<ferrolock::Client>>,
-    on_lost: Mutex<Option<Arc<LostFn>>>,
-}
-
-impl Shared {
-    /// Tells the JS layer that hold `seq` of lock `id` was lost. False when this
-    /// client can no longer tell (closed, or no handler yet).
-    pub(crate) fn tell_lost(&self, id: u32, seq: u32, event: &ferrolock::LostEvent) -> bool {
-        let on_lost = self.on_lost.lock().unwrap().clone();
-        match on_lost {
-            Some(f) => {
-                let args = (id, seq, event.error.message().to_string(), event.reason.clone());
-                f.call(args.into(), ThreadsafeFunctionCallMode::NonBlocking);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Takes the client out (once) and drops the lost callback, which releases the
-    /// threadsafe function.
-    fn take(&self) -> Option<ferrolock::Client> {
-        self.on_lost.lock().unwrap().take();
-        self.client.lock().unwrap().take()
-    }
-}
 
 /// Settings for `connect`: durations in milliseconds, the drift factor (a
 /// fraction of the lease, range-checked by the core builder), the sentinels' own
@@ -207,10 +173,7 @@ pub fn connect<'env>(
         }
         let client = builder.connect().await.js()?;
         Ok(NativeClient {
-            shared: Arc::new(Shared {
-                client: Mutex::new(Some(client.clone())),
-                on_lost: Mutex::new(None),
-            }),
+            shared: Arc::new(Shared::new(client.clone())),
             client,
             hooked: AtomicBool::new(false),
             host: Mutex::new(None),
@@ -273,7 +236,7 @@ impl NativeClient {
         #[napi(ts_arg_type = "(lockId: number, seq: number, message: string, reason: string) => void")] callback: LostFn,
     ) -> Result<()> {
         caught(|| {
-            *self.shared.on_lost.lock().unwrap() = Some(Arc::new(callback));
+            self.shared.set_on_lost(callback);
             if !self.hooked.swap(true, Ordering::AcqRel) {
                 env.add_env_cleanup_hook(self.shared.clone(), |shared| {
                     if let Some(client) = shared.take() {
@@ -469,7 +432,7 @@ impl NativeClient {
 
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.shared.client.lock().unwrap().is_none()
+        self.shared.is_closed()
     }
 
     /// Lock channels the client's pub/sub connection is subscribed to now.

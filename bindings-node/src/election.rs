@@ -11,7 +11,8 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::cancel::{unless_aborted, Abort};
-use crate::errors::{millis, promise, IntoJs};
+use crate::errors::{millis, IntoJs};
+use crate::executor::promise;
 use crate::lock::{handle, HoldInfo, HolderStatus};
 
 /// Who leads an election (core's `Leader`).

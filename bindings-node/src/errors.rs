@@ -7,7 +7,7 @@
 //! when a synchronous method throws it. A promise is different: the error of a
 //! `#[napi] async fn` is turned into a `napi::Error<Status>` on the runtime's
 //! thread, and a `Status` cannot carry our codes. So async methods return the
-//! promise of [`promise`], which makes the JS error (with `code`) on the JS thread,
+//! promise of executor.rs's `promise`, which makes the JS error (with `code`) on the JS thread,
 //! where the promise settles, and rejects with that very object.
 
 use std::any::Any;
@@ -73,9 +73,6 @@ pub fn millis(value: Option<f64>, what: &str) -> Result<Option<Duration>> {
 pub fn caught<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| Err(bug(&panic)))
 }
-
-/// Calls run on the JS thread (executor.rs).
-pub use crate::executor::promise;
 
 /// A failure of the addon itself (not expected): `ERR_INTERNAL`.
 pub fn internal(message: impl ToString) -> Coded {

@@ -12,7 +12,8 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::cancel::{unless_aborted, Abort};
-use crate::errors::{invalid, millis, promise, IntoJs, Result};
+use crate::errors::{invalid, millis, IntoJs, Result};
+use crate::executor::promise;
 
 /// A whole number from JS (permits, a count): `min` to i64::MAX (Redis's integers).
 /// JS numbers arrive as f64, so fractions and negatives are refused here, before

@@ -7,12 +7,12 @@
 //! cancel handles (cancel.rs), and turns lost-hold notifications into `'lost'`
 //! events and aborted signals. No lock logic lives here (DESIGN §1).
 //!
-//! Files: errors.rs (errors and promises), cancel.rs, client.rs, lock.rs (every
-//! lock kind, multi-locks), fast.rs (a lock's acquire and release as raw Node-API
-//! calls), executor.rs and host.rs (calls on the JS thread), family.rs (semaphores,
-//! the latch), election.rs (a candidate, whose lock is a lock handle, and an
-//! observer), log.rs
-//! (core's tracing events to stderr or a JS function); this
+//! Files: errors.rs (errors), cancel.rs, executor.rs and host.rs (calls and promises
+//! on the JS thread), lost.rs (what a client and its lock handles share: the client,
+//! lost-hold notifications), client.rs, lock.rs (every lock kind, multi-locks),
+//! fast.rs (a lock's acquire and release as raw Node-API calls), family.rs
+//! (semaphores, the latch), election.rs (a candidate, whose lock is a lock handle,
+//! and an observer), log.rs (core's tracing events to stderr or a JS function); this
 //! file sets up the runtime. `native.d.ts` is generated from them (`npm run dts`).
 
 mod cancel;
@@ -25,6 +25,7 @@ mod family;
 mod host;
 mod lock;
 mod log;
+mod lost;
 
 /// One worker thread for core's background work (renewals, the subscriber, resolvers):
 /// calls themselves run on the JS thread (executor.rs), and on small machines a

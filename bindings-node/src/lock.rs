@@ -15,8 +15,9 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::cancel::{unless_aborted, Abort};
-use crate::client::Shared;
-use crate::errors::{caught, invalid, millis, promise, IntoJs, Result};
+use crate::lost::Shared;
+use crate::errors::{caught, invalid, millis, IntoJs, Result};
+use crate::executor::promise;
 
 /// Lock ids are unique in the process (not per client): a multi-lock is known to
 /// each of its members' clients under one id.

@@ -9,7 +9,7 @@ use ferrolock::ErrorKind;
 use pyo3::prelude::*;
 
 use crate::call::{twin_methods, Guarded};
-use crate::client::Shared;
+use crate::shared::Shared;
 use crate::errors::{seconds, PyResultExt};
 use crate::runtime::{InPython, Local};
 

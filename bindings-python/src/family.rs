@@ -10,7 +10,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::call::{twin_methods, Guarded};
-use crate::client::Shared;
+use crate::shared::Shared;
 use crate::errors::{seconds, PyResultExt};
 
 /// Which counter a [`Counter`] is.

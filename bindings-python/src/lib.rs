@@ -31,6 +31,9 @@
 //!   guard and `quiesce` (at exit).
 //! * call.rs: most methods exist as a blocking call `x` and its asyncio twin
 //!   `x_async`; `twin_methods!` writes both from one body, a `Call`.
+//! * shared.rs: what a `Client` and the objects it makes share (the settings, the
+//!   core client of this process, connected again in a forked child): below them,
+//!   so that a holder, counter or election never reaches into client.rs.
 //! * family.rs: `Semaphore`, `PermitSemaphore`, `Latch`: the counters (nobody's
 //!   permits and counts, so no holder identity), asyncio acquires guarded as locks' are.
 //! * logs.rs: the core's `tracing` events to Python's `logging` (logger
@@ -49,6 +52,7 @@ mod family;
 mod lock;
 mod logs;
 mod runtime;
+mod shared;
 mod who;
 
 use pyo3::prelude::*;

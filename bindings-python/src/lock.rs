@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::call::{twin_methods, Guarded};
-use crate::client::Shared;
+use crate::shared::Shared;
 use crate::errors::{seconds, PyResultExt};
 use crate::runtime::{InPython, Local};
 

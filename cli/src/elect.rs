@@ -29,7 +29,7 @@ pub async fn run(target: &Target, args: ElectArgs, mut signals: Signals) -> i32 
     };
     let code = match client.election(std::os::unix::ffi::OsStrExt::as_bytes(args.name.as_os_str())) {
         Ok(election) => {
-            let _ = election.lock().set_holder_command(Some(&crate::run::shown_command(&args.command)));
+            let _ = election.lock().set_holder_command(Some(&crate::plan::shown_command(&args.command)));
             lead_in_turn(&election, &args, &mut signals).await
         }
         Err(e) => exit::fail(&e),

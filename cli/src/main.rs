@@ -74,6 +74,7 @@ mod leader;
 mod multi;
 mod orphan;
 mod permits;
+mod plan;
 mod run;
 mod signals;
 mod spinner;
@@ -226,7 +227,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
         match command {
             Command::Run(args) => {
                 let wait = if args.nonblock { Some(Duration::ZERO) } else { args.wait };
-                let plan = run::Plan {
+                let plan = plan::Plan {
                     name: args.name,
                     acquire: AcquireOptions { wait, lease: args.lease },
                     watchdog: args.watchdog,
@@ -245,7 +246,7 @@ fn dispatch(targets: Vec<target::Target>, command: Command) -> i32 {
                     // `status` shows a -c command as its string alone.
                     shown_command: match &args.shell {
                         Some(shell) => shell.to_string_lossy().into_owned(),
-                        None => run::shown_command(&args.command),
+                        None => plan::shown_command(&args.command),
                     },
                     command: match args.shell {
                         Some(shell) => vec!["sh".into(), "-c".into(), shell],

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use ferrolock::{Client, Semaphore};
 
-use crate::run::{gave_up, Plan};
+use crate::plan::{gave_up, Plan};
 use crate::signals::{self, Signals};
 use crate::target::{self, Target};
 use crate::{child, exit, supervise};

@@ -1,39 +1,19 @@
 //! `ferrolock run`: hold a lock while a command runs, like flock(1) across machines.
 
-use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use ferrolock::{AcquireOptions, Client, ErrorKind, Guard, Lock, LockKind, LockOptions, Quorum};
+use ferrolock::{Client, ErrorKind, Guard, Lock, LockOptions};
 use tokio::time::Instant;
 
-use crate::signals::{Signal, Signals};
+use crate::plan::{gave_up, Plan};
+use crate::signals::Signals;
 use crate::spinner::Spinner;
 use crate::target::{self, Target};
 use crate::{child, exit, multi, supervise};
 
 /// How often the spinner's holder and lease are re-read while waiting.
 const STATUS_REFRESH: Duration = Duration::from_millis(500);
-
-pub struct Plan {
-    pub name: OsString,
-    pub acquire: AcquireOptions,
-    pub watchdog: Option<Duration>,
-    /// Which lock to take (`--fenced`: a fenced lock, whose token CMD gets; `--shared`,
-    /// `--exclusive`: a side of the read-write lock; `--fair`).
-    pub kind: LockKind,
-    /// `--semaphore N`: one of N permits instead of a lock.
-    pub semaphore: Option<u64>,
-    /// With several URLs: a majority of them (a Redlock) or all (`--all`, a MultiLock).
-    pub quorum: Quorum,
-    pub conflict_exit_code: i32,
-    pub kill_after: Option<Duration>,
-    /// --min-hold: the lock stays held at least this long after the acquire.
-    pub min_hold: Option<Duration>,
-    pub command: Vec<OsString>,
-    /// CMD as `status` shows it: the `-c` string, or the words (quoted where needed).
-    pub shown_command: String,
-}
 
 /// Longest command kept in the holder note (core takes at most 600 bytes).
 const MAX_SHOWN_COMMAND: usize = 590;
@@ -50,17 +30,6 @@ fn noted_command(plan: &Plan) -> String {
         cmd.push('…');
     }
     cmd
-}
-
-/// CMD's words as one line a shell would read back the same way.
-pub fn shown_command(words: &[OsString]) -> String {
-    let plain = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    words
-        .iter()
-        .map(|w| w.to_string_lossy())
-        .map(|w| if plain(&w) { w.into_owned() } else { format!("'{}'", w.replace('\'', "'\\''")) })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub async fn run(targets: Vec<Target>, plan: Plan, mut signals: Signals) -> i32 {
@@ -255,11 +224,6 @@ async fn report_conflict(lock: &Lock, plan: &Plan) {
     exit::say(&format!("{what} is busy{holder}; not acquired within {waited} s"));
 }
 
-pub(crate) fn gave_up(signal: Signal, name: &OsString) -> i32 {
-    exit::say(&format!("{}: stopped waiting for lock \"{}\"; nothing is held", signal.name(), name.to_string_lossy()));
-    exit::SIGNAL_BASE + signal.number
-}
-
 /// Runs CMD to its end under the lock (supervise.rs: signals passed on, CMD stopped
 /// if the lock is lost), then releases (or, with --min-hold, leaves the lock to
 /// expire that long after the acquire).
@@ -313,18 +277,5 @@ async fn end_min_hold(guard: Guard, min_hold: Duration, lease: &LeaseBound, code
                 Err(not_released) => not_released,
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown_command;
-
-    #[test]
-    fn commands_are_shown_as_a_shell_would_read_them_back() {
-        let words = |w: &[&str]| w.iter().map(|w| w.into()).collect::<Vec<std::ffi::OsString>>();
-        assert_eq!(shown_command(&words(&["./report.sh", "--full", "a=b"])), "./report.sh --full a=b");
-        assert_eq!(shown_command(&words(&["sh", "-c", "echo it's $HOME"])), "sh -c 'echo it'\\''s $HOME'");
-        assert_eq!(shown_command(&words(&["printf", ""])), "printf ''");
     }
 }

@@ -2,60 +2,152 @@
 //! logger (a JS function, a C callback, Python's `logging`), in one place.
 //!
 //! - [`EventText`]: an event's message and its other fields, as text;
-//! - [`install`]: the process's subscriber, made of the binding's layer behind a
-//!   filter it can change later (off until its `set_logger` call) and, when the
-//!   environment variable it names is set (`FERROLOCK_LOG=info`), a writer to stderr.
-//!   Nothing is installed until one of them asks for it, so an event of a program
-//!   that never asks costs core one cached "disabled" check.
+//! - [`Bridge`]: the process's subscriber and the host's logger of the moment. A
+//!   binding keeps one in a `static` and implements [`Logger`] (its translation of
+//!   an event); `set_logger` is [`Bridge::set`], and at load [`Bridge::init_from_env`]
+//!   installs the subscriber when the environment variable it names is set
+//!   (`FERROLOCK_LOG=info`: a writer to stderr). Nothing is installed until one of
+//!   them asks for it, so an event of a program that never asks costs core one
+//!   cached "disabled" check.
 //!
 //! Filters are `Targets` directives (`info`, `ferrolock=debug,ferrolock::renewal=trace`):
 //! `EnvFilter`'s span and field matching is not worth its regex engine in a C
 //! library bounded in size (bindings-c/test.sh).
 
 use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use tracing::field::{Field, Visit};
 use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{reload, Layer, Registry};
 
-/// Changes the filter of a binding's layer.
-pub type FilterHandle = reload::Handle<Targets, Registry>;
+/// A host's logger, as a binding translates events for it.
+pub trait Logger: Send + Sync + 'static {
+    /// Hands `event` on, without waiting for the host (it is called on whatever thread
+    /// emits the event: a runtime's, or the program's inside a call). A panic here is
+    /// caught: it never unwinds into core, nor through a C or JS call under way.
+    fn log(&self, event: &tracing::Event<'_>);
 
-/// Parses a filter (`info`, `ferrolock=debug`, ...): the error says what is wrong.
-pub fn parse_filter(spec: &str) -> Result<Targets, String> {
-    spec.parse::<Targets>().map_err(|e| e.to_string())
+    /// What must run before this logger's first event (C: its delivery thread), once
+    /// its filter is known to be valid. An error leaves the previous logger in place.
+    fn start(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
-/// A filter that lets nothing through.
-pub fn off() -> Targets {
-    Targets::new()
+/// Why [`Bridge::set`] changed nothing. Its text follows the binding's call name
+/// (`setLogger: filter "x[" is not a valid filter (...)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetError {
+    /// The filter does not parse (bad input).
+    Filter { spec: String, reason: String },
+    /// Another `tracing` subscriber was installed in this process first (bad use).
+    OtherSubscriber,
+    /// The logger could not start, or the filter could not change (internal).
+    Internal(String),
+}
+
+impl std::fmt::Display for SetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetError::Filter { spec, reason } => write!(
+                f,
+                "filter {spec:?} is not a valid filter ({reason}); give e.g. \"info\" or \"ferrolock=debug\""
+            ),
+            SetError::OtherSubscriber => f.write_str("another tracing subscriber is installed in this process"),
+            SetError::Internal(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A binding's bridge: the process's subscriber (installed once, on first need) with
+/// the binding's layer behind a filter that starts off, and the logger that layer
+/// hands events to.
+pub struct Bridge<L> {
+    /// The environment variable whose filter sends events to stderr.
+    env: &'static str,
+    /// The reload handle of the logger's filter (None: another subscriber came first).
+    installed: OnceLock<Option<reload::Handle<Targets, Registry>>>,
+    logger: RwLock<Option<Arc<L>>>,
+    /// Serializes [`Bridge::set`] calls (filter and logger change together).
+    setting: Mutex<()>,
+}
+
+impl<L: Logger> Bridge<L> {
+    /// A bridge whose stderr writer reads the filter in the environment variable `env`.
+    pub const fn new(env: &'static str) -> Self {
+        Bridge { env, installed: OnceLock::new(), logger: RwLock::new(None), setting: Mutex::new(()) }
+    }
+
+    /// At load (or first use): installs the subscriber when `env` is set to something.
+    pub fn init_from_env(&'static self) {
+        if std::env::var_os(self.env).is_some_and(|v| !v.is_empty()) {
+            self.install();
+        }
+    }
+
+    /// The logger of the moment.
+    pub fn logger(&self) -> Option<Arc<L>> {
+        self.logger.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Sends the events `filter` lets through (None: "info") to `logger`; `None` stops
+    /// that. Replaces the previous logger; on an error nothing changes.
+    pub fn set(&'static self, logger: Option<L>, filter: Option<&str>) -> Result<(), SetError> {
+        let _one_at_a_time = self.setting.lock().unwrap_or_else(PoisonError::into_inner);
+        let filter = match (&logger, filter) {
+            (None, _) => Targets::new(),
+            (Some(_), spec) => {
+                let spec = spec.unwrap_or("info");
+                spec.parse::<Targets>().map_err(|e| SetError::Filter { spec: spec.to_string(), reason: e.to_string() })?
+            }
+        };
+        let handle = self.install().ok_or(SetError::OtherSubscriber)?;
+        if let Some(logger) = &logger {
+            logger.start().map_err(SetError::Internal)?;
+        }
+        *self.logger.write().unwrap_or_else(PoisonError::into_inner) = logger.map(Arc::new);
+        handle.reload(filter).map_err(|e| SetError::Internal(e.to_string()))
+    }
+
+    fn install(&'static self) -> Option<&'static reload::Handle<Targets, Registry>> {
+        self.installed.get_or_init(|| install(self.env, Forward(self))).as_ref()
+    }
+}
+
+/// The bridge's layer: hands the events its filter lets through to the logger.
+struct Forward<L: 'static>(&'static Bridge<L>);
+
+impl<S: tracing::Subscriber, L: Logger> Layer<S> for Forward<L> {
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if let Some(logger) = self.0.logger() {
+                logger.log(event);
+            }
+        }));
+    }
 }
 
 /// Installs the process's subscriber: `layer` behind a filter that starts off (the
 /// returned handle changes it), and stderr when `env` holds a filter (a bad one is
 /// reported on stderr and leaves stderr off). `None` when another subscriber was
-/// installed first. Call it once per process (keep the handle in a `OnceLock`).
-pub fn install<L>(env: &str, layer: L) -> Option<FilterHandle>
+/// installed first.
+fn install<L>(env: &str, layer: L) -> Option<reload::Handle<Targets, Registry>>
 where
     L: Layer<Registry> + Send + Sync + 'static,
 {
-    let stderr = std::env::var(env).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| match parse_filter(&spec) {
+    let stderr = std::env::var(env).ok().filter(|v| !v.trim().is_empty()).and_then(|spec| match spec.parse::<Targets>() {
         Ok(filter) => Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_filter(filter)),
         Err(e) => {
             eprintln!("ferrolock: {env}={spec:?} is not a valid filter ({e}); logging to stderr is off");
             None
         }
     });
-    let (filter, handle) = reload::Layer::new(off());
+    let (filter, handle) = reload::Layer::new(Targets::new());
     let subscriber = Registry::default().with(layer.with_filter(filter)).with(stderr);
     subscriber.try_init().ok().map(|_| handle)
-}
-
-/// True when `env` is set to something: a binding installs at load when it is.
-pub fn env_asks(env: &str) -> bool {
-    std::env::var_os(env).is_some_and(|v| !v.is_empty())
 }
 
 /// An event's message and its other fields (the lock name, an error, ...) as text.

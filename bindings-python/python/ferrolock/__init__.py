@@ -77,9 +77,10 @@ client made before ``os.fork()`` works in the child (it connects again there);
 a closed one raises :class:`ClientClosedError`.
 """
 
-# The package: this facade; _client.py, _lock.py, _family.py and _multi.py (each concept's
-# base class, shared with its asyncio twin, and the blocking classes); aio.py (the asyncio
-# classes on the same bases); _holds.py (the lock objects a client keeps alive
+# The package: this facade; _base.py, _lock.py, _family.py, _election.py and _multi.py
+# (each concept's base class, shared with its asyncio twin); _client.py (the blocking
+# Client and the objects it makes, on those bases); aio.py (the asyncio ones, on the same
+# bases): a client module imports the bases, never the other way; _holds.py (the lock objects a client keeps alive
 # while they hold); _scope.py (``with`` and ``async with``); _errors.py; and _native, the Rust extension (src/: one
 # Client and one Holder class, each call as `x` and its asyncio twin `x_async`).
 
@@ -88,13 +89,13 @@ from __future__ import annotations
 import atexit
 
 from . import _errors, _native
-from ._client import Client
+from ._client import Client, CountDownLatch, Election, Lock, OnLost, PermitExpirableSemaphore, ReadWriteLock, Semaphore
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import logger
 from ._client import Synchronized
-from ._election import Election, Leader, Leadership, Observer
-from ._family import CountDownLatch, Permit, PermitExpirableSemaphore, ReadWriteLock, Semaphore
-from ._lock import Lock, LostEvent, OnLost
+from ._election import Leader, Leadership, Observer
+from ._family import Permit
+from ._lock import LostEvent
 from ._multi import MultiLock, RedLock
 from ._status import Histogram, HolderEntry, Inspection, LockStatus, Metrics, PermitOut
 

@@ -1,22 +1,36 @@
-"""Clients: what :class:`Client` and its asyncio twin :class:`ferrolock.aio.Client`
-share (:class:`_ClientBase`), and the blocking :class:`Client`."""
+"""The blocking API: :class:`Client` and the objects it makes (:class:`Lock`,
+:class:`ReadWriteLock`, :class:`Semaphore`, :class:`PermitExpirableSemaphore`,
+:class:`CountDownLatch`, :class:`Election`), as :mod:`ferrolock.aio` holds the
+asyncio one. What both share sits below, in the modules these import
+(:class:`_ClientBase` in ``_base``, ``_LockBase`` in ``_lock``, ...), so that no
+object reaches back into the module of the client that makes it."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
-from collections.abc import Callable
-from typing import Any, ClassVar, ParamSpec, Protocol, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from . import _native
-from ._args import check_number, check_seconds
-from ._holds import _HeldLocks, logger
-from ._election import Election
-from ._family import CountDownLatch, PermitExpirableSemaphore, ReadWriteLock, Semaphore, _ThreadIds
-from ._lock import Lock, OnLost
+from ._args import check_count, check_number, check_seconds
+from ._base import _ClientBase
+from ._election import Leader, Leadership, Observer, _ElectionBase, _leader
+from ._family import (
+    Permit,
+    _LatchBase,
+    _PermitSemaphoreBase,
+    _permit_id,
+    _ReadWriteLockBase,
+    _SemaphoreBase,
+    _ThreadIds,
+)
+from ._holds import logger
+from ._lock import OnLostCallback, _LockBase, _ThreadHeld, _wait_seconds
 from ._scope import _Scoped
-from ._status import Inspection, Metrics
+from ._status import Inspection, LockStatus
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -100,64 +114,6 @@ class Synchronized(Protocol[_P, _R_co, _LockT_co]):
 def _check_hold_options(timeout: float | None, lease: float | None) -> None:
     check_seconds(timeout, "timeout", warn_long=True)
     check_seconds(lease, "lease", warn_long=True)
-
-
-class _ClientBase:
-    """What :class:`Client` and :class:`ferrolock.aio.Client` share: a connected
-    native client, and the lock objects of it that hold (kept alive until they
-    release or the client closes)."""
-
-    _PUBLIC_NAME: ClassVar[str]
-    """The class as the user knows it, for ``repr``."""
-
-    def __init__(self, native: _native.Client) -> None:
-        """Wraps a connected native client; use ``connect`` instead."""
-        self._native = native
-        self._held = _HeldLocks()
-        self._helds = (self._held,)
-        """What every lock object of this client shares as its ``_helds``."""
-
-    @property
-    def id(self) -> str:
-        """This client's id (UUID v4), the first half of every owner field it writes."""
-        return self._native.id
-
-    @property
-    def watchdog_timeout(self) -> float:
-        """Lease of watchdog-renewed locks, in seconds."""
-        return self._native.watchdog_timeout
-
-    def subscribed_channels(self) -> int:
-        """Number of lock channels this client is subscribed to: those with waiting acquires,
-        and for 100 ms those whose last waiter left. ``metrics().waiters_now`` counts the
-        waiting acquires themselves."""
-        return self._native.subscribed_channels()
-
-    def held_count(self) -> int:
-        """Number of locks this client currently holds."""
-        return self._native.held_count()
-
-    @property
-    def closed(self) -> bool:
-        """True once the client was closed: every call then raises
-        :class:`ClientClosedError`."""
-        return self._native.closed
-
-    def metrics(self) -> Metrics:
-        """A snapshot of this client's metrics (:class:`ferrolock.Metrics`):
-        acquires by outcome, wait-time and hold-time histograms, holds and waiters
-        now, renewals and their failures, losses, reconnects, failovers noticed and
-        how long after each a lost hold was reported."""
-        return Metrics._from_native(self._native.metrics())
-
-    def metrics_text(self) -> str:
-        """The same snapshot in the Prometheus text exposition format (metric names
-        ``ferrolock_*``, label ``client="<id>"``), to serve from your own
-        ``/metrics`` endpoint."""
-        return self._native.metrics_text()
-
-    def __repr__(self) -> str:
-        return f"<{self._PUBLIC_NAME} id={self.id}>"
 
 
 class Client(_ClientBase, _Scoped):
@@ -385,3 +341,286 @@ class Client(_ClientBase, _Scoped):
 
     def _exit(self) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------
+# The objects a blocking Client makes: each one the shared base (below) bound
+# to this Client, with its blocking calls.
+
+
+OnLost = OnLostCallback["Lock"]
+"""Type of an ``on_lost`` callback: ``on_lost(lock, reason)`` or ``on_lost(lock)``,
+called from a background thread when a hold is lost. ``reason`` says why (e.g.
+``"its lease (5000 ms) ran out before it was renewed or released"``); inside it,
+``lock.lost`` is True and ``lock.lost_event`` is set for the hold that was lost."""
+
+
+class Lock(_LockBase["Client"], _ThreadHeld):
+    """A distributed re-entrant lock: a :class:`threading.RLock` across processes.
+
+    The holder is (this object, the calling thread): a thread may re-enter and
+    must release as often; other threads, and other lock objects for the same
+    name (even in the same thread), exclude it. Made by :meth:`Client.lock` and
+    :meth:`Client.fenced_lock`.
+
+    A hold ends only by :meth:`release` (or leaving ``with``), the end of an
+    explicit lease, or :meth:`Client.close`: dropping this object, or the end of
+    the thread that holds, keeps the hold (the client keeps this object alive;
+    a thread that ends while holding is logged as a warning).
+    """
+
+    _PUBLIC_NAME = "ferrolock.Lock"
+
+    def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
+        """Acquires the lock for the calling thread, with :class:`threading.RLock` semantics.
+
+        ``timeout`` -1 or None waits as long as it takes; ``blocking=False`` tries
+        once. Returns False if not acquired in time. ``lease`` (seconds) makes the
+        lock expire after it with no renewal; None renews it with the watchdog
+        while held. The GIL is released while waiting, and Ctrl-C interrupts the
+        wait (leaving nothing held).
+        """
+        return self._acquire(blocking, timeout, lease)
+
+    def release(self) -> None:
+        """Releases one level of the calling thread's hold.
+
+        Raises :class:`NotOwnedError` if this thread does not hold the lock through
+        this object, and :class:`LockLostError` if its hold was lost meanwhile.
+        """
+        self._release()
+
+    def locked(self) -> bool:
+        """True if anyone holds the lock (asks Redis). :class:`WrongTypeError` if
+        the key at this name is not a lock."""
+        return self._probe.is_locked()
+
+    def owned(self) -> bool:
+        """True if the calling thread holds the lock through this object (asks Redis)."""
+        holder = self._current()
+        return holder is not None and holder.is_held()
+
+    def hold_count(self) -> int:
+        """The calling thread's hold count through this object (asks Redis; 0 = not held)."""
+        holder = self._current()
+        return 0 if holder is None else holder.hold_count()
+
+    def remaining_lease(self) -> float | None:
+        """Seconds left on the lock's lease, whoever holds it; None when it is not
+        locked, ``inf`` for a key without expiry."""
+        return self._probe.remaining_lease()
+
+    def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it and wakes a waiter. True if it was
+        locked. The holder finds its hold lost (``on_lost``, :attr:`lost`)."""
+        return self._probe.force_unlock()
+
+    def set_holder_info(self, info: str | None) -> None:
+        """Shows ``info`` (up to 1024 bytes; None removes it) next to the calling
+        thread's hold in :meth:`status` and ``ferrolock status`` (Redisson ignores
+        it). It expires with the lease as it is now: call again after the watchdog
+        renewed the lease to keep it. :class:`NotOwnedError` if the thread does not
+        hold the lock through this object."""
+        self._slot().holder.set_holder_info(info)
+
+    def status(self) -> LockStatus:
+        """The lock as the server sees it, in one round trip: holders (owner field,
+        hold count, info), seconds left on the lease, clients waiting on it and
+        the last fencing token (see :class:`LockStatus`)."""
+        return LockStatus._from_native(self._probe.status())
+
+
+class ReadWriteLock(_ReadWriteLockBase["Client", Lock]):
+    """Redisson's ``RReadWriteLock``: many readers or one writer. Made by
+    :meth:`Client.read_write_lock`.
+
+    Both sides are :class:`Lock` objects (acquire, release, ``with``, ``hold``,
+    ``status``, lost signals, ...), re-entrant per (this read-write lock, thread):
+    a thread's read and write holds are one holder's, so a writer may also take
+    read holds (and keep them after releasing the write side: a downgrade); a
+    reader asking for the write side waits until every read hold, its own
+    included, is gone (no upgrade, as in Redisson)."""
+
+    _PUBLIC_NAME = "ferrolock.ReadWriteLock"
+
+
+class Semaphore(_SemaphoreBase["Client"], _Scoped):
+    """Redisson's ``RSemaphore``, like :class:`threading.Semaphore` across
+    processes: a count of free permits, taken and given back by anyone (permits
+    are nobody's: a process that ends holding permits does not give them back,
+    and closing the client does not either). Made by :meth:`Client.semaphore`.
+
+    ``with sem:`` takes one permit (waiting as long as it takes) and gives it back
+    on exit. A semaphore that does not exist has no permits: give it some with
+    :meth:`try_set_permits` (or :meth:`release`)."""
+
+    _PUBLIC_NAME = "ferrolock.Semaphore"
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Gives the semaphore ``permits`` free permits if it does not exist yet;
+        False if it exists (its count is left alone)."""
+        return self._native.try_set_permits(check_count(permits, "permits"))
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None, *, permits: int = 1) -> bool:
+        """Takes ``permits`` free permits (all at once), with
+        :class:`threading.Semaphore` semantics: ``timeout`` None (or -1) waits as
+        long as it takes, ``blocking=False`` tries once. False if they were not
+        free in time. Woken by releases (no polling); the GIL is released while
+        waiting and Ctrl-C interrupts the wait, taking nothing.
+        :class:`InvalidArgumentError` for 0 permits."""
+        count = check_count(permits, "permits")
+        return self._native.acquire(count, _wait_seconds(blocking, timeout))
+
+    def release(self, permits: int = 1) -> int:
+        """Gives ``permits`` back (anyone may, taken or not) and wakes as many
+        waiters; returns the free permits right after."""
+        return self._native.release(check_count(permits, "permits"))
+
+    def available(self) -> int:
+        """The free permits now (0 for a semaphore that does not exist).
+        :class:`WrongTypeError` if the key at this name is not a semaphore."""
+        return self._native.available()
+
+    def drain(self) -> int:
+        """Takes every free permit; returns how many."""
+        return self._native.drain()
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float | None = None, *, permits: int = 1) -> Iterator[Semaphore]:
+        """Context manager that takes ``permits`` (waiting at most ``timeout``
+        seconds, None = as long as it takes) or raises :class:`LockTimeoutError`,
+        and gives them back on exit."""
+        if not self.acquire(True, timeout, permits=permits):
+            raise self._timed_out(permits, timeout)
+        try:
+            yield self
+        finally:
+            self.release(permits)
+
+    def _enter(self) -> None:
+        self.acquire()
+
+    def _exit(self) -> None:
+        self.release()
+
+
+class PermitExpirableSemaphore(_PermitSemaphoreBase["Client"]):
+    """Redisson's ``RPermitExpirableSemaphore``: permits with ids, each out until
+    released by its id (by anyone) or until its optional lease ends, when it comes
+    back by itself. Made by :meth:`Client.permit_expirable_semaphore`."""
+
+    _PUBLIC_NAME = "ferrolock.PermitExpirableSemaphore"
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Gives the semaphore ``permits`` free permits if it does not exist yet;
+        False if it exists (its count is left alone)."""
+        return self._native.try_set_permits(check_count(permits, "permits"))
+
+    def acquire(self, timeout: float | None = None, *, lease: float | None = None) -> Permit | None:
+        """Takes a permit, waiting at most ``timeout`` seconds (None: as long as it
+        takes, 0: try once); None if none was free in time. With ``lease``
+        (seconds), the permit comes back by itself after that. Woken by releases
+        and by the nearest expiry (no polling); Ctrl-C interrupts the wait, taking
+        nothing."""
+        self._check_acquire(timeout, lease)
+        return self._permit(self._native.acquire(None if timeout is None else float(timeout), lease), lease)
+
+    def release(self, permit: Permit | str) -> bool:
+        """Gives back ``permit`` (a :class:`Permit` or its id): True if it was out
+        and in time, False if its lease had ended (it came back anyway) or it was
+        released already. :class:`InvalidArgumentError` for an id that is not 32
+        hex digits."""
+        return self._native.release(_permit_id(permit))
+
+    def available(self) -> int:
+        """The free permits now, after taking back the expired ones."""
+        return self._native.available()
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float | None = None, *, lease: float | None = None) -> Iterator[Permit]:
+        """Context manager that takes a permit (waiting at most ``timeout`` seconds)
+        or raises :class:`LockTimeoutError`, gives it, and releases it on exit."""
+        permit = self.acquire(timeout, lease=lease)
+        if permit is None:
+            raise self._timed_out(timeout)
+        try:
+            yield permit
+        finally:
+            self.release(permit)
+
+
+class CountDownLatch(_LatchBase["Client"]):
+    """Redisson's ``RCountDownLatch``: a count set once, counted down by anyone;
+    at 0 it opens and every waiter wakes at once. A latch that does not exist is
+    open. Made by :meth:`Client.count_down_latch`."""
+
+    _PUBLIC_NAME = "ferrolock.CountDownLatch"
+
+    def try_set_count(self, count: int) -> bool:
+        """Sets the count (1 or more) of a latch that is open; False if it is still
+        counting down (its count is left alone)."""
+        return self._native.try_set_count(check_count(count, "count"))
+
+    def count_down(self) -> int:
+        """Counts down by one; returns the count left (at 0 the latch opens)."""
+        return self._native.count_down()
+
+    def count(self) -> int:
+        """The count now (0: open). :class:`WrongTypeError` if the key at this name
+        is not a latch."""
+        return self._native.count()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits until the latch is open, at most ``timeout`` seconds (None: as long
+        as it takes); True once open, False at the deadline. Woken by the opening
+        message (no polling); Ctrl-C interrupts it."""
+        check_seconds(timeout, "timeout", warn_long=True)
+        return self._native.wait(None if timeout is None else float(timeout))
+
+
+class Election(_ElectionBase["Client"], _Scoped):
+    """A candidate in the leader election ``name``: :meth:`Client.election`.
+
+    ``campaign()`` waits (on pub/sub, as an acquire does) until this candidate
+    leads and gives its :class:`Leadership` (its :attr:`~Leadership.term`, and
+    :attr:`~Leadership.lost` / :attr:`~Leadership.lost_event` if it is lost);
+    ``resign()`` lets the next candidate lead at once. ``with election:`` campaigns
+    and resigns at the end; ``leader()`` says who leads now and ``observe()``
+    yields every change. Leadership also ends when the client closes.
+
+    Built on the fenced lock of ``name``: a Redisson ``RLock`` or ``RFencedLock``
+    of that name excludes the candidates and is excluded by a leader."""
+
+    @overload
+    def campaign(self, timeout: None = None) -> Leadership: ...
+    @overload
+    def campaign(self, timeout: float) -> Leadership | None: ...
+    def campaign(self, timeout: float | None = None) -> Leadership | None:
+        """Waits until this candidate leads (at most ``timeout`` seconds; None: as long
+        as it takes, 0: one try) and returns its leadership, or None when another led
+        all along. :class:`InvalidArgumentError` if it leads already."""
+        check_seconds(timeout, "timeout", warn_long=True)
+        return self._led(self._native.campaign(timeout))
+
+    def resign(self) -> bool:
+        """Ends this candidate's leadership: True if it led, False if it did not."""
+        leadership = self._leadership
+        resigned = self._native.resign()
+        if leadership is not None:
+            self._ended(leadership)
+        return resigned
+
+    def leader(self) -> Leader | None:
+        """Who leads now (one read), or None."""
+        return _leader(self._native.leader())
+
+    def observe(self) -> Observer:
+        """An :class:`Observer` of this election, subscribed from now on:
+        ``for leader in election.observe(): ...`` gets who leads now, then each change."""
+        return Observer(self._native.observe())
+
+    def _enter(self) -> None:
+        self.campaign()
+
+    def _exit(self) -> None:
+        self.resign()

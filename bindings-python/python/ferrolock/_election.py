@@ -1,6 +1,8 @@
 """Leader election: what the blocking :class:`Election` and its asyncio twin
 :class:`ferrolock.aio.Election` share (:class:`_ElectionBase`: the candidate,
-its leaderships and their loss), the blocking classes, and :class:`Leader`.
+its leaderships and their loss), the observers, and :class:`Leader`. The
+candidates themselves are in ``_client`` and :mod:`ferrolock.aio`, beside the
+clients that make them.
 
 One candidate is the election object itself (not a thread or task): the core's
 fenced lock of the election's name, for one holder. Its term is that lock's
@@ -12,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import _native
 from ._args import check_seconds
@@ -21,8 +23,7 @@ from ._scope import _AsyncScoped, _Scoped
 from ._status import HolderEntry
 
 if TYPE_CHECKING:
-    from . import aio
-    from ._client import Client, _ClientBase
+    from ._base import _ClientBase
 
 _C = TypeVar("_C", bound="_ClientBase")
 
@@ -197,54 +198,6 @@ class _ElectionBase(Generic[_C]):
         return f"<{self._PUBLIC_NAME} name={self.name!r} owner={self.owner} leading={self.leading}>"
 
 
-class Election(_ElectionBase["Client"], _Scoped):
-    """A candidate in the leader election ``name``: :meth:`Client.election`.
-
-    ``campaign()`` waits (on pub/sub, as an acquire does) until this candidate
-    leads and gives its :class:`Leadership` (its :attr:`~Leadership.term`, and
-    :attr:`~Leadership.lost` / :attr:`~Leadership.lost_event` if it is lost);
-    ``resign()`` lets the next candidate lead at once. ``with election:`` campaigns
-    and resigns at the end; ``leader()`` says who leads now and ``observe()``
-    yields every change. Leadership also ends when the client closes.
-
-    Built on the fenced lock of ``name``: a Redisson ``RLock`` or ``RFencedLock``
-    of that name excludes the candidates and is excluded by a leader."""
-
-    @overload
-    def campaign(self, timeout: None = None) -> Leadership: ...
-    @overload
-    def campaign(self, timeout: float) -> Leadership | None: ...
-    def campaign(self, timeout: float | None = None) -> Leadership | None:
-        """Waits until this candidate leads (at most ``timeout`` seconds; None: as long
-        as it takes, 0: one try) and returns its leadership, or None when another led
-        all along. :class:`InvalidArgumentError` if it leads already."""
-        check_seconds(timeout, "timeout", warn_long=True)
-        return self._led(self._native.campaign(timeout))
-
-    def resign(self) -> bool:
-        """Ends this candidate's leadership: True if it led, False if it did not."""
-        leadership = self._leadership
-        resigned = self._native.resign()
-        if leadership is not None:
-            self._ended(leadership)
-        return resigned
-
-    def leader(self) -> Leader | None:
-        """Who leads now (one read), or None."""
-        return _leader(self._native.leader())
-
-    def observe(self) -> Observer:
-        """An :class:`Observer` of this election, subscribed from now on:
-        ``for leader in election.observe(): ...`` gets who leads now, then each change."""
-        return Observer(self._native.observe())
-
-    def _enter(self) -> None:
-        self.campaign()
-
-    def _exit(self) -> None:
-        self.resign()
-
-
 class Observer(Iterator["Leader | None"]):
     """Leadership changes of one election, in order: who leads now, then each new
     leader or ``None`` when nobody does. Woken by Redis (a new leader's
@@ -268,47 +221,6 @@ class Observer(Iterator["Leader | None"]):
 
     def __iter__(self) -> Observer:
         return self
-
-
-class AsyncElection(_ElectionBase["aio.Client"], _AsyncScoped):
-    """The asyncio twin of :class:`ferrolock.Election` (``ferrolock.aio.Election``):
-    the same candidate, its calls awaited. ``async with election:`` campaigns and
-    resigns at the end."""
-
-    _PUBLIC_NAME = "ferrolock.aio.Election"
-
-    @overload
-    async def campaign(self, timeout: None = None) -> Leadership: ...
-    @overload
-    async def campaign(self, timeout: float) -> Leadership | None: ...
-    async def campaign(self, timeout: float | None = None) -> Leadership | None:
-        """Waits until this candidate leads (at most ``timeout`` seconds) and returns
-        its leadership, or None. Cancelled, it leads nothing."""
-        check_seconds(timeout, "timeout", warn_long=True)
-        return self._led(await self._native.campaign_async(timeout))
-
-    async def resign(self) -> bool:
-        """Ends this candidate's leadership: True if it led, False if it did not."""
-        leadership = self._leadership
-        resigned = await self._native.resign_async()
-        if leadership is not None:
-            self._ended(leadership)
-        return resigned
-
-    async def leader(self) -> Leader | None:
-        """Who leads now (one read), or None."""
-        return _leader(await self._native.leader_async())
-
-    async def observe(self) -> AsyncObserver:
-        """An observer of this election, subscribed from now on:
-        ``async for leader in await election.observe(): ...``."""
-        return AsyncObserver(await self._native.observe_async())
-
-    async def _aenter(self) -> None:
-        await self.campaign()
-
-    async def _aexit(self) -> None:
-        await self.resign()
 
 
 class AsyncObserver(AsyncIterator["Leader | None"]):

@@ -1,26 +1,22 @@
 """The counters: what the blocking and asyncio semaphores, permit-expirable
 semaphores and count-down latches share (the ``_*Base`` classes: the native
-counter, argument checks), and the blocking classes. Their asyncio twins are in
-:mod:`ferrolock.aio`. The lock kinds of the family (fair, read, write) are
-:class:`ferrolock.Lock` objects (``_lock.py``); :class:`ReadWriteLock` pairs two
-of them here."""
+counter, argument checks). The blocking classes are in ``_client``, beside the
+client that makes them; their asyncio twins in :mod:`ferrolock.aio`. The lock
+kinds of the family (fair, read, write) are :class:`ferrolock.Lock` objects;
+:class:`ReadWriteLock` pairs two of them."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from . import _native
-from ._args import check_count, check_seconds
+from ._args import check_seconds
 from ._errors import LockTimeoutError
-from ._lock import Lock, _wait_seconds
-from ._scope import _Scoped
 
 if TYPE_CHECKING:
-    from ._client import Client, _ClientBase
+    from ._base import _ClientBase
 
 _C = TypeVar("_C", bound="_ClientBase")
 _L = TypeVar("_L")
@@ -84,20 +80,6 @@ class _ReadWriteLockBase(Generic[_C, _L]):
         return f"<{self._PUBLIC_NAME} {self._name!r}>"
 
 
-class ReadWriteLock(_ReadWriteLockBase["Client", Lock]):
-    """Redisson's ``RReadWriteLock``: many readers or one writer. Made by
-    :meth:`Client.read_write_lock`.
-
-    Both sides are :class:`Lock` objects (acquire, release, ``with``, ``hold``,
-    ``status``, lost signals, ...), re-entrant per (this read-write lock, thread):
-    a thread's read and write holds are one holder's, so a writer may also take
-    read holds (and keep them after releasing the write side: a downgrade); a
-    reader asking for the write side waits until every read hold, its own
-    included, is gone (no upgrade, as in Redisson)."""
-
-    _PUBLIC_NAME = "ferrolock.ReadWriteLock"
-
-
 # ---------------------------------------------------------------------------
 # The counters' base.
 
@@ -141,66 +123,6 @@ class _SemaphoreBase(_CounterBase[_C, _native.Semaphore]):
         return LockTimeoutError(f'semaphore "{self.name}": {permits} permit(s) were not free within {timeout} s')
 
 
-class Semaphore(_SemaphoreBase["Client"], _Scoped):
-    """Redisson's ``RSemaphore``, like :class:`threading.Semaphore` across
-    processes: a count of free permits, taken and given back by anyone (permits
-    are nobody's: a process that ends holding permits does not give them back,
-    and closing the client does not either). Made by :meth:`Client.semaphore`.
-
-    ``with sem:`` takes one permit (waiting as long as it takes) and gives it back
-    on exit. A semaphore that does not exist has no permits: give it some with
-    :meth:`try_set_permits` (or :meth:`release`)."""
-
-    _PUBLIC_NAME = "ferrolock.Semaphore"
-
-    def try_set_permits(self, permits: int) -> bool:
-        """Gives the semaphore ``permits`` free permits if it does not exist yet;
-        False if it exists (its count is left alone)."""
-        return self._native.try_set_permits(check_count(permits, "permits"))
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None, *, permits: int = 1) -> bool:
-        """Takes ``permits`` free permits (all at once), with
-        :class:`threading.Semaphore` semantics: ``timeout`` None (or -1) waits as
-        long as it takes, ``blocking=False`` tries once. False if they were not
-        free in time. Woken by releases (no polling); the GIL is released while
-        waiting and Ctrl-C interrupts the wait, taking nothing.
-        :class:`InvalidArgumentError` for 0 permits."""
-        count = check_count(permits, "permits")
-        return self._native.acquire(count, _wait_seconds(blocking, timeout))
-
-    def release(self, permits: int = 1) -> int:
-        """Gives ``permits`` back (anyone may, taken or not) and wakes as many
-        waiters; returns the free permits right after."""
-        return self._native.release(check_count(permits, "permits"))
-
-    def available(self) -> int:
-        """The free permits now (0 for a semaphore that does not exist).
-        :class:`WrongTypeError` if the key at this name is not a semaphore."""
-        return self._native.available()
-
-    def drain(self) -> int:
-        """Takes every free permit; returns how many."""
-        return self._native.drain()
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float | None = None, *, permits: int = 1) -> Iterator[Semaphore]:
-        """Context manager that takes ``permits`` (waiting at most ``timeout``
-        seconds, None = as long as it takes) or raises :class:`LockTimeoutError`,
-        and gives them back on exit."""
-        if not self.acquire(True, timeout, permits=permits):
-            raise self._timed_out(permits, timeout)
-        try:
-            yield self
-        finally:
-            self.release(permits)
-
-    def _enter(self) -> None:
-        self.acquire()
-
-    def _exit(self) -> None:
-        self.release()
-
-
 @dataclass(frozen=True)
 class Permit:
     """A permit of a permit-expirable semaphore (``ps.acquire()``): give it back
@@ -242,51 +164,6 @@ class _PermitSemaphoreBase(_CounterBase[_C, _native.PermitSemaphore]):
         return LockTimeoutError(f'permit-expirable semaphore "{self.name}": no permit was free within {timeout} s')
 
 
-class PermitExpirableSemaphore(_PermitSemaphoreBase["Client"]):
-    """Redisson's ``RPermitExpirableSemaphore``: permits with ids, each out until
-    released by its id (by anyone) or until its optional lease ends, when it comes
-    back by itself. Made by :meth:`Client.permit_expirable_semaphore`."""
-
-    _PUBLIC_NAME = "ferrolock.PermitExpirableSemaphore"
-
-    def try_set_permits(self, permits: int) -> bool:
-        """Gives the semaphore ``permits`` free permits if it does not exist yet;
-        False if it exists (its count is left alone)."""
-        return self._native.try_set_permits(check_count(permits, "permits"))
-
-    def acquire(self, timeout: float | None = None, *, lease: float | None = None) -> Permit | None:
-        """Takes a permit, waiting at most ``timeout`` seconds (None: as long as it
-        takes, 0: try once); None if none was free in time. With ``lease``
-        (seconds), the permit comes back by itself after that. Woken by releases
-        and by the nearest expiry (no polling); Ctrl-C interrupts the wait, taking
-        nothing."""
-        self._check_acquire(timeout, lease)
-        return self._permit(self._native.acquire(None if timeout is None else float(timeout), lease), lease)
-
-    def release(self, permit: Permit | str) -> bool:
-        """Gives back ``permit`` (a :class:`Permit` or its id): True if it was out
-        and in time, False if its lease had ended (it came back anyway) or it was
-        released already. :class:`InvalidArgumentError` for an id that is not 32
-        hex digits."""
-        return self._native.release(_permit_id(permit))
-
-    def available(self) -> int:
-        """The free permits now, after taking back the expired ones."""
-        return self._native.available()
-
-    @contextlib.contextmanager
-    def hold(self, timeout: float | None = None, *, lease: float | None = None) -> Iterator[Permit]:
-        """Context manager that takes a permit (waiting at most ``timeout`` seconds)
-        or raises :class:`LockTimeoutError`, gives it, and releases it on exit."""
-        permit = self.acquire(timeout, lease=lease)
-        if permit is None:
-            raise self._timed_out(timeout)
-        try:
-            yield permit
-        finally:
-            self.release(permit)
-
-
 # ---------------------------------------------------------------------------
 # The count-down latch.
 
@@ -297,33 +174,4 @@ class _LatchBase(_CounterBase[_C, _native.Latch]):
     def __init__(self, client: _C, name: str) -> None:
         """The count-down latch ``name`` of ``client``; use ``client.count_down_latch(name)``."""
         super().__init__(client, client._native.latch(name))
-
-
-class CountDownLatch(_LatchBase["Client"]):
-    """Redisson's ``RCountDownLatch``: a count set once, counted down by anyone;
-    at 0 it opens and every waiter wakes at once. A latch that does not exist is
-    open. Made by :meth:`Client.count_down_latch`."""
-
-    _PUBLIC_NAME = "ferrolock.CountDownLatch"
-
-    def try_set_count(self, count: int) -> bool:
-        """Sets the count (1 or more) of a latch that is open; False if it is still
-        counting down (its count is left alone)."""
-        return self._native.try_set_count(check_count(count, "count"))
-
-    def count_down(self) -> int:
-        """Counts down by one; returns the count left (at 0 the latch opens)."""
-        return self._native.count_down()
-
-    def count(self) -> int:
-        """The count now (0: open). :class:`WrongTypeError` if the key at this name
-        is not a latch."""
-        return self._native.count()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Waits until the latch is open, at most ``timeout`` seconds (None: as long
-        as it takes); True once open, False at the deadline. Woken by the opening
-        message (no polling); Ctrl-C interrupts it."""
-        check_seconds(timeout, "timeout", warn_long=True)
-        return self._native.wait(None if timeout is None else float(timeout))
 

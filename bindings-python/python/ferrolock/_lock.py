@@ -3,7 +3,8 @@
 holds, loss reporting); what the blocking ones share (:class:`_ThreadHeld`: a
 slot per thread, acquire, release, ``hold``, ``with``); what :class:`Lock` and
 its asyncio twin :class:`ferrolock.aio.Lock` share (:class:`_LockBase`: one
-client and name, the properties); and the blocking :class:`Lock`."""
+client and name, the properties). The blocking :class:`Lock` is in ``_client``,
+beside the client that makes it (as the asyncio one is in :mod:`ferrolock.aio`)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ from ._args import check_seconds
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _caller_ended, _HeldLocks, logger
 from ._scope import _Scoped
-from ._status import HolderEntry, LockStatus
+from ._status import HolderEntry
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ._client import Client, _ClientBase
+    from ._base import _ClientBase
 
 _C = TypeVar("_C", bound="_ClientBase")
 
@@ -35,12 +36,6 @@ _L = TypeVar("_L")
 OnLostCallback = Union[Callable[[_L], object], Callable[[_L, str], object]]
 """An ``on_lost`` callback for locks of type ``_L``: ``on_lost(lock, reason)``
 (or ``on_lost(lock)``, the older form), called from a background thread."""
-
-OnLost = OnLostCallback["Lock"]
-"""Type of an ``on_lost`` callback: ``on_lost(lock, reason)`` or ``on_lost(lock)``,
-called from a background thread when a hold is lost. ``reason`` says why (e.g.
-``"its lease (5000 ms) ran out before it was renewed or released"``); inside it,
-``lock.lost`` is True and ``lock.lost_event`` is set for the hold that was lost."""
 
 
 def _takes_reason(callback: Callable[..., object]) -> bool:
@@ -698,77 +693,3 @@ class _LockBase(_Holdable, Generic[_C]):
         kind = "lock" if self.kind == "reentrant" else f"{self.kind} lock"
         return f"<{self._PUBLIC_NAME} {kind} {self.name!r}>"
 
-
-class Lock(_LockBase["Client"], _ThreadHeld):
-    """A distributed re-entrant lock: a :class:`threading.RLock` across processes.
-
-    The holder is (this object, the calling thread): a thread may re-enter and
-    must release as often; other threads, and other lock objects for the same
-    name (even in the same thread), exclude it. Made by :meth:`Client.lock` and
-    :meth:`Client.fenced_lock`.
-
-    A hold ends only by :meth:`release` (or leaving ``with``), the end of an
-    explicit lease, or :meth:`Client.close`: dropping this object, or the end of
-    the thread that holds, keeps the hold (the client keeps this object alive;
-    a thread that ends while holding is logged as a warning).
-    """
-
-    _PUBLIC_NAME = "ferrolock.Lock"
-
-    def acquire(self, blocking: bool = True, timeout: float | None = -1, *, lease: float | None = None) -> bool:
-        """Acquires the lock for the calling thread, with :class:`threading.RLock` semantics.
-
-        ``timeout`` -1 or None waits as long as it takes; ``blocking=False`` tries
-        once. Returns False if not acquired in time. ``lease`` (seconds) makes the
-        lock expire after it with no renewal; None renews it with the watchdog
-        while held. The GIL is released while waiting, and Ctrl-C interrupts the
-        wait (leaving nothing held).
-        """
-        return self._acquire(blocking, timeout, lease)
-
-    def release(self) -> None:
-        """Releases one level of the calling thread's hold.
-
-        Raises :class:`NotOwnedError` if this thread does not hold the lock through
-        this object, and :class:`LockLostError` if its hold was lost meanwhile.
-        """
-        self._release()
-
-    def locked(self) -> bool:
-        """True if anyone holds the lock (asks Redis). :class:`WrongTypeError` if
-        the key at this name is not a lock."""
-        return self._probe.is_locked()
-
-    def owned(self) -> bool:
-        """True if the calling thread holds the lock through this object (asks Redis)."""
-        holder = self._current()
-        return holder is not None and holder.is_held()
-
-    def hold_count(self) -> int:
-        """The calling thread's hold count through this object (asks Redis; 0 = not held)."""
-        holder = self._current()
-        return 0 if holder is None else holder.hold_count()
-
-    def remaining_lease(self) -> float | None:
-        """Seconds left on the lock's lease, whoever holds it; None when it is not
-        locked, ``inf`` for a key without expiry."""
-        return self._probe.remaining_lease()
-
-    def force_unlock(self) -> bool:
-        """Deletes the lock whoever holds it and wakes a waiter. True if it was
-        locked. The holder finds its hold lost (``on_lost``, :attr:`lost`)."""
-        return self._probe.force_unlock()
-
-    def set_holder_info(self, info: str | None) -> None:
-        """Shows ``info`` (up to 1024 bytes; None removes it) next to the calling
-        thread's hold in :meth:`status` and ``ferrolock status`` (Redisson ignores
-        it). It expires with the lease as it is now: call again after the watchdog
-        renewed the lease to keep it. :class:`NotOwnedError` if the thread does not
-        hold the lock through this object."""
-        self._slot().holder.set_holder_info(info)
-
-    def status(self) -> LockStatus:
-        """The lock as the server sees it, in one round trip: holders (owner field,
-        hold count, info), seconds left on the lease, clients waiting on it and
-        the last fencing token (see :class:`LockStatus`)."""
-        return LockStatus._from_native(self._probe.status())

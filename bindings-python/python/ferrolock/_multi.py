@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from . import _native
-from ._client import Client
+from ._client import Client, Lock
 from ._errors import InvalidArgumentError, LockTimeoutError
 from ._holds import _HeldLocks
-from ._lock import Lock, OnLostCallback, _Holdable, _LockBase, _Slot, _ThreadHeld
+from ._lock import OnLostCallback, _Holdable, _LockBase, _Slot, _ThreadHeld
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -45,12 +45,13 @@ import functools
 import inspect
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from . import _errors, _lock, _native
 from ._args import check_seconds
-from ._client import Synchronized, _check_hold_options, _ClientBase, _connect_options
-from ._election import AsyncElection as Election, AsyncObserver as Observer, Leader, Leadership
+from ._base import _ClientBase
+from ._client import Synchronized, _check_hold_options, _connect_options
+from ._election import AsyncObserver as Observer, Leader, Leadership, _ElectionBase, _leader
 from ._errors import *  # every exception class: _errors.__all__
 from ._holds import _caller_ended, logger
 from ._args import check_count
@@ -726,3 +727,44 @@ class CountDownLatch(_LatchBase[Client]):
         no subscription."""
         check_seconds(timeout, "timeout", warn_long=True)
         return await self._native.wait_async(None if timeout is None else float(timeout))
+
+
+class Election(_ElectionBase[Client], _AsyncScoped):
+    """The asyncio twin of :class:`ferrolock.Election` (``ferrolock.aio.Election``):
+    the same candidate, its calls awaited. ``async with election:`` campaigns and
+    resigns at the end."""
+
+    _PUBLIC_NAME = "ferrolock.aio.Election"
+
+    @overload
+    async def campaign(self, timeout: None = None) -> Leadership: ...
+    @overload
+    async def campaign(self, timeout: float) -> Leadership | None: ...
+    async def campaign(self, timeout: float | None = None) -> Leadership | None:
+        """Waits until this candidate leads (at most ``timeout`` seconds) and returns
+        its leadership, or None. Cancelled, it leads nothing."""
+        check_seconds(timeout, "timeout", warn_long=True)
+        return self._led(await self._native.campaign_async(timeout))
+
+    async def resign(self) -> bool:
+        """Ends this candidate's leadership: True if it led, False if it did not."""
+        leadership = self._leadership
+        resigned = await self._native.resign_async()
+        if leadership is not None:
+            self._ended(leadership)
+        return resigned
+
+    async def leader(self) -> Leader | None:
+        """Who leads now (one read), or None."""
+        return _leader(await self._native.leader_async())
+
+    async def observe(self) -> Observer:
+        """An observer of this election, subscribed from now on:
+        ``async for leader in await election.observe(): ...``."""
+        return Observer(await self._native.observe_async())
+
+    async def _aenter(self) -> None:
+        await self.campaign()
+
+    async def _aexit(self) -> None:
+        await self.resign()

@@ -131,11 +131,9 @@ pub(super) struct Channel {
     pub epoch: AtomicU64,
     /// (epoch, amount): a try for `amount` sent in that epoch found the count short.
     pub short: Option<(u64, u64)>,
-    /// When its last waiter left (None while it has waiters): the subscription
-    /// outlives it by subscriber.rs's `LINGER`.
+    /// When its last waiter or listener left (None while [`Channel::wanted`]): the subscription
+    /// outlives it by subscriber.rs's `LINGER`. The moment also names the idle spell.
     pub idle_since: Option<Instant>,
-    /// A timer will look at this channel again when its linger ends (one at a time).
-    pub recheck_due: bool,
 }
 
 /// One waiter's wake-up flag, and what a release may hand its hold to.
@@ -154,7 +152,7 @@ impl Slot {
 
 impl Channel {
     pub fn new(policy: Policy) -> Self {
-        Channel { waiters: VecDeque::new(), listeners: Vec::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None, recheck_due: false }
+        Channel { waiters: VecDeque::new(), listeners: Vec::new(), policy, busy_until: None, subscribed: watch::channel(false).0, epoch: AtomicU64::new(0), short: None, idle_since: None }
     }
 
     /// True while it should be subscribed: someone waits or listens there.

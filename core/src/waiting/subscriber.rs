@@ -1,12 +1,16 @@
 //! The subscriber connection task of a client's hub: connect, (re)subscribe the
-//! channels that have waiters, dispatch messages by each channel's policy, and
+//! channels that have waiters or listeners, dispatch messages by each channel's policy, and
 //! apply subscription changes in order; on a broken connection start over (and
 //! wake every waiter, since messages sent during the gap are lost). While anyone
 //! waits, a PING every response timeout tells a stopped or cut-off server (which
 //! keeps its sockets open) from a quiet one. A failover the client noticed starts it
 //! over too (on the new master); on a cluster, a node's broken connection or a
-//! server-side SUNSUBSCRIBE hints the slot map's watcher to look now.
+//! server-side SUNSUBSCRIBE hints the slot map's watcher to look now. A channel
+//! whose last waiter and listener left stays subscribed for `LINGER`, timed by the
+//! task's own queue of lingering channels (no task per idle spell: nothing
+//! outlives the hub's stop).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +27,9 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
     let mut failovers = shared.transport.failovers();
     let mut backoff = Duration::from_millis(20);
     let mut reconnect = false;
+    // Across reconnects: a channel that lingered while the connection was down is
+    // let go (its entry removed) once the task looks at it on the next connection.
+    let mut lingering = Lingering::default();
     loop {
         let connect = tokio::time::timeout(shared.config.connect_timeout, shared.transport.subscriber());
         let pubsub = tokio::select! {
@@ -77,8 +84,23 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
         let period = shared.config.response_timeout;
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let linger_end = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(linger_end);
+        let mut armed = None;
         loop {
+            let next = lingering.next_end();
+            if let Some(end) = next.filter(|_| next != armed) {
+                linger_end.as_mut().reset(end.into());
+                armed = next;
+            }
             tokio::select! {
+                () = &mut linger_end, if next.is_some() => {
+                    armed = None;
+                    if let Err(e) = let_go(&shared, &mut sink, &mut lingering).await {
+                        refused(&shared, &e);
+                        break;
+                    }
+                }
                 _ = heartbeat.tick(), if shared.waiting.load(Ordering::Acquire) + shared.listening.load(Ordering::Acquire) > 0 => {
                     if let Err(e) = sink.check(shared.config.response_timeout).await {
                         tracing::info!(error = %e, "a pub/sub server stopped answering; reconnecting");
@@ -103,7 +125,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut reconcile: mpsc::UnboundedRecei
                     break;
                 }
                 Some(name) = reconcile.recv() => {
-                    if let Err(e) = apply(&shared, &mut sink, name).await {
+                    if let Err(e) = apply(&shared, &mut sink, &mut lingering, name).await {
                         refused(&shared, &e);
                         break;
                     }
@@ -173,30 +195,51 @@ async fn resubscribe(shared: &Shared, sink: &mut SubscriberSink, name: Vec<u8>) 
 /// waiting clients) meanwhile.
 pub(super) const LINGER: Duration = Duration::from_millis(100);
 
-/// Brings one channel's subscription in line with its waiters.
-async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -> redis::RedisResult<()> {
+/// The channels whose last waiter or listener left, each with the moment it left
+/// (its idle spell), in order of their linger's end. LINGER is one constant, so a
+/// spell that starts later ends later: an entry almost always goes at the back.
+#[derive(Default)]
+struct Lingering(VecDeque<(Instant, Vec<u8>)>);
+
+impl Lingering {
+    fn add(&mut self, idle_since: Instant, name: Vec<u8>) {
+        // Spells are noted when the task gets to them, not quite in the order they began.
+        let at = self.0.partition_point(|(since, _)| *since <= idle_since);
+        self.0.insert(at, (idle_since, name));
+    }
+
+    /// When the first linger ends.
+    fn next_end(&self) -> Option<Instant> {
+        self.0.front().map(|(since, _)| *since + LINGER)
+    }
+}
+
+/// Lets go of the channels whose linger has ended: those still in the idle spell
+/// they were noted in (a channel that has waiters or listeners again, or is in a
+/// later spell, which was noted itself, is left as it is).
+async fn let_go(shared: &Arc<Shared>, sink: &mut SubscriberSink, lingering: &mut Lingering) -> redis::RedisResult<()> {
+    let now = Instant::now();
+    while lingering.next_end().is_some_and(|end| end <= now) {
+        let (since, name) = lingering.0.pop_front().unwrap();
+        let same_spell = shared.state.lock().unwrap().channels.get(&name).is_some_and(|c| c.idle_since == Some(since));
+        if same_spell {
+            apply(shared, sink, lingering, name).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Brings one channel's subscription in line with its waiters and listeners.
+async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, lingering: &mut Lingering, name: Vec<u8>) -> redis::RedisResult<()> {
     let (wanted, subscribed) = {
         let mut state = shared.state.lock().unwrap();
-        let reconcile = state.reconcile.clone();
         let Some(c) = state.channels.get_mut(&name) else { return Ok(()) };
         let wanted = c.wanted();
         let subscribed = *c.subscribed.borrow();
         if !wanted && subscribed {
-            if let Some(until) = c.idle_since.map(|t| t + LINGER).filter(|t| *t > Instant::now()) {
-                if !c.recheck_due {
-                    if let Some(tx) = reconcile {
-                        c.recheck_due = true;
-                        let shared = shared.clone();
-                        let name = name.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep_until(until.into()).await;
-                            if let Some(c) = shared.state.lock().unwrap().channels.get_mut(&name) {
-                                c.recheck_due = false;
-                            }
-                            let _ = tx.send(name);
-                        });
-                    }
-                }
+            if let Some(since) = c.idle_since.filter(|t| *t + LINGER > Instant::now()) {
+                // Looked at again when the linger ends (let_go).
+                lingering.add(since, name);
                 return Ok(());
             }
             // Not live from here on: a waiter that arrives while the unsubscribe is
@@ -227,7 +270,7 @@ async fn apply(shared: &Arc<Shared>, sink: &mut SubscriberSink, name: Vec<u8>) -
             state.channels.remove(&name);
             shared.channels.fetch_sub(1, Ordering::AcqRel);
         } else if let Some(tx) = &state.reconcile {
-            // A waiter arrived meanwhile: subscribe again on the next pass.
+            // A waiter or listener arrived meanwhile: subscribe again on the next pass.
             let _ = tx.send(name.clone());
         }
     }
