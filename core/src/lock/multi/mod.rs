@@ -285,7 +285,12 @@ impl Multi {
             // answered now, and the members still answering (one whose server is down
             // retries for the retry window, then settles in the background) finish on
             // their own, as a release whose caller went away does.
-            if self.quorum == Quorum::Majority && released >= self.needed && !calls.is_empty() {
+            // Only while a member still answering has no connection (its server down,
+            // it is reconnecting): members that are connected answer within their
+            // response timeout, and awaiting them here keeps an uncontended cycle off
+            // the runtime's threads (a task for the rest would wake one every cycle).
+            let struggling = || (0..self.members.len()).any(|j| left_of[j] > 0 && !self.members[j].is_connected());
+            if self.quorum == Quorum::Majority && released >= self.needed && !calls.is_empty() && struggling() {
                 if let Ok(holder) = self.members[i].one() {
                     let name = self.display.clone();
                     holder.ctx.runtime.spawn(async move {

@@ -61,6 +61,15 @@ impl Conn {
 
     /// This thread's host link, when a call polled here may use it. A driving host
     /// gets one made on demand: the call that asked goes on the client's connection.
+    /// Whether this thread has an open host link to the server (none is made here).
+    pub(super) fn host_open_here(&self) -> bool {
+        if !HostLink::polling_here() {
+            return false;
+        }
+        let thread = crate::transport::host::this_thread();
+        self.inner.hosts.read().unwrap().iter().any(|entry| entry.link.thread() == thread && entry.link.closed().is_none())
+    }
+
     pub(super) fn host_here(&self) -> Option<HostLink> {
         if !HostLink::polling_here() {
             return None;

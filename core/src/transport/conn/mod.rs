@@ -167,6 +167,12 @@ impl Conn {
         }
     }
 
+    /// True while a connection is made and not retired, or this thread's host link
+    /// to the server is open.
+    pub fn is_ready(&self) -> bool {
+        matches!(&*self.inner.slot.lock().unwrap(), Slot::Ready(..)) || self.host_open_here()
+    }
+
     async fn current(&self) -> RedisResult<(Link, u64)> {
         let (attempt, epoch) = {
             let mut slot = self.inner.slot.lock().unwrap();
