@@ -370,8 +370,9 @@ fn note_label(label: Option<&str>) -> String {
 fn os_thread_id() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid has no preconditions.
-        unsafe { libc::gettid() as u64 }
+        // SAFETY: gettid has no preconditions. By syscall: glibc wraps it only from
+        // 2.30, and the release library links against glibc 2.17.
+        unsafe { libc::syscall(libc::SYS_gettid) as u64 }
     }
     #[cfg(not(target_os = "linux"))]
     {

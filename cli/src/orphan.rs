@@ -42,8 +42,9 @@ impl Protection {
     /// Made on the thread that will fork CMD.
     pub fn here(kill_after: Option<Duration>) -> Protection {
         #[cfg(target_os = "linux")]
-        // SAFETY: plain system calls.
-        let main_thread = unsafe { libc::gettid() == libc::getpid() };
+        // SAFETY: plain system calls. gettid by syscall: glibc has a wrapper only from
+        // 2.30, and the release binaries link against glibc 2.17.
+        let main_thread = unsafe { libc::syscall(libc::SYS_gettid) == libc::getpid() as libc::c_long };
         #[cfg(not(target_os = "linux"))]
         let main_thread = false;
         Protection { pdeathsig: main_thread, kill_after }
