@@ -42,7 +42,12 @@ pub trait Logger: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetError {
     /// The filter does not parse (bad input).
-    Filter { spec: String, reason: String },
+    Filter {
+        /// The filter as given.
+        spec: String,
+        /// What the parser said of it.
+        reason: String,
+    },
     /// Another `tracing` subscriber was installed in this process first (bad use).
     OtherSubscriber,
     /// The logger could not start, or the filter could not change (internal).
