@@ -10,7 +10,7 @@ import pytest
 import redis
 
 import ferrolock
-from helpers import RedisServer, wait_until
+from helpers import FaultProxy, RedisServer, wait_until
 
 WATCHDOG = 1.5  # seconds: short, so that lost-lock tests run in seconds
 
@@ -81,3 +81,13 @@ def client(url: str) -> Iterator[ferrolock.Client]:
 def client2(url: str) -> Iterator[ferrolock.Client]:
     """A second, independent client (another process, as far as Redis can tell)."""
     yield from _checked_client(url)
+
+
+@pytest.fixture
+def proxy(server: RedisServer) -> Iterator[FaultProxy]:
+    """tests/harness's fault proxy in front of this test's server."""
+    p = FaultProxy(server.port)
+    try:
+        yield p
+    finally:
+        p.stop()

@@ -100,13 +100,6 @@ def test_aio_close_of_holds_taken_by_many_tasks_with_callbacks_reports_no_loss(u
     assert _left(r, "close-tasks") == [], "every hold released"
 
 
-@pytest.fixture
-def proxy(server: RedisServer) -> Iterator[FaultProxy]:
-    p = FaultProxy(server.port)
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 @pytest.mark.timeout(120)

@@ -19,13 +19,6 @@ from helpers import FaultProxy, RedisServer, wait_until
 OUTAGE = 2.5  # seconds: longer than the retry window (1 s) and a reconnect
 
 
-@pytest.fixture
-def proxy(server: RedisServer) -> Iterator[FaultProxy]:
-    p = FaultProxy(server.port)
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 @pytest.fixture

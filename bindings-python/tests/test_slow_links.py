@@ -25,15 +25,6 @@ RESPONSE_TIMEOUT = 0.3
 WATCHED = LEASE * 4
 
 
-@pytest.fixture
-def proxy(server: RedisServer) -> Iterator[FaultProxy]:
-    p = FaultProxy(server.port)
-    try:
-        yield p
-    finally:
-        p.stop()
-
-
 def held_alone(r: redis.Redis, name: str) -> bool:
     """One owner field holding one level, with a lease running."""
     fields: dict[bytes, bytes] = r.hgetall(name)  # type: ignore[assignment]
