@@ -331,7 +331,7 @@ check legacy-job-static legacy_job_static || true
 #    LTO): then that tarball's library is the one linked and run, and its size is
 #    bounded by scripts/package/verify.sh for LTO builds.
 release_static() {
-    local rel="$WORK/release" size max=$((16 * 1024 * 1024))
+    local rel="$WORK/release" size max=$((20 * 1024 * 1024))
     if [ -n "${FERROLOCK_C_TARBALL:-}" ]; then
         mkdir -p "$rel" && tar -C "$rel" --strip-components=1 -xzf "$FERROLOCK_C_TARBALL"
         max=0
