@@ -31,11 +31,16 @@ Last, memory per hold: this process's RSS before and after taking ``BENCH_HOLDS`
 renewal), divided by that count, against issue 30's target (<= 2 KB); then the
 Python objects' share of each part (tracemalloc, the same again on a new client
 and thread): the rest is native (the core's handle and hold, the binding's).
-``BENCH_ONLY=memory`` runs that section alone.
+Then the same with ``ferrolock.aio`` as a service holds them: ``BENCH_AIO_HOLDS``
+(default 100000) locks taken by 200 tasks on one client, the watchdog renewing each
+(no lease), RSS growth after gc per hold, against issue 43's target (<= 2 KB).
+``BENCH_ONLY=memory`` runs the memory sections alone.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import importlib
 import os
 import shutil
@@ -59,6 +64,7 @@ import redis.lock
 import redis_lock  # type: ignore[import-untyped]
 
 import ferrolock
+import ferrolock.aio
 
 THREADS = 8
 SECTIONS = 50
@@ -68,6 +74,8 @@ UNCONTENDED_PER_THREAD = 500
 REDLOCK_SIZES = (3, 5)
 REDLOCK_UNCONTENDED = 1000
 HOLDS = int(os.environ.get("BENCH_HOLDS", "20000"))
+AIO_HOLDS = int(os.environ.get("BENCH_AIO_HOLDS", "100000"))
+AIO_TASKS = 200
 BENCH_REQUIREMENTS = Path(__file__).resolve().parent / "bench-requirements.txt"
 
 
@@ -354,12 +362,68 @@ def memory_section(n: int = HOLDS) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def asyncio_memory_section(n: int = AIO_HOLDS, tasks: int = AIO_TASKS) -> None:
+    """RSS per hold with ferrolock.aio as a service holds them: ``n`` locks taken by
+    ``tasks`` tasks on one client, the watchdog renewing every one (no lease), measured
+    after gc once every hold is taken."""
+    proc, port, tmp = start_redis()
+
+    async def run() -> None:
+        client = await ferrolock.aio.Client.connect(f"redis://127.0.0.1:{port}/0")
+        try:
+            warm = client.lock("bench:aio:warm")  # connection, scripts, runtime threads
+            await warm.acquire()
+            await warm.release()
+            taken = asyncio.Event()
+            done = 0
+            per_task = n // tasks
+
+            async def holder(t: int) -> None:
+                nonlocal done
+                locks = [client.lock(f"bench:aio:{t}:{i}") for i in range(per_task)]
+                for lock in locks:
+                    await lock.acquire()
+                done += 1
+                if done == tasks:
+                    taken.set()
+                await release.wait()
+                for lock in locks:
+                    await lock.release()
+
+            release = asyncio.Event()
+            gc.collect()
+            before = rss_bytes()
+            running = [asyncio.create_task(holder(t)) for t in range(tasks)]
+            await taken.wait()
+            gc.collect()
+            after = rss_bytes()
+            per_hold = (after - before) / (per_task * tasks)
+            print(
+                f"memory, asyncio: {per_task * tasks} held locks taken by {tasks} tasks (one client, watchdog), "
+                f"RSS +{(after - before) / 2**20:.1f} MiB"
+            )
+            print(f"  per hold {per_hold:.0f} B (target <= 2 KB: {'met' if per_hold <= 2048 else 'NOT met'})")
+            release.set()
+            await asyncio.gather(*running)
+        finally:
+            await client.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> int:
     if shutil.which("redis-server") is None:
         print("redis-server is not on PATH", file=sys.stderr)
         return 2
     if os.environ.get("BENCH_ONLY") == "memory":
         memory_section()
+        print()
+        asyncio_memory_section()
         return 0
     pottery = load_pottery()
     if os.environ.get("BENCH_ONLY") == "redlock":
@@ -423,6 +487,8 @@ def main() -> int:
         redlock_section(pottery)
         print()
         memory_section()
+        print()
+        asyncio_memory_section()
     finally:
         proc.kill()
         proc.wait()
