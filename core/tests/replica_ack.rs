@@ -167,6 +167,8 @@ async fn a_master_without_replicas_refuses_every_policy_but_off_and_sends_nothin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not() {
+    // Debian's 7.0 (the test command) checks the refusal; scripts/test-servers.sh runs it
+    // on 7.2 and newer, where an AOF-writing replica's acknowledgement is required.
     let set = SentinelSet::start().await;
     let mut master = set.raw_master().await;
     let info: String = redis::cmd("INFO").arg("server").query_async(&mut master).await.unwrap();
@@ -189,6 +191,32 @@ async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not()
         async move { keys(&mut master).await.is_empty() }
     })
     .await;
+    if (numbers[0], numbers[1]) < (7, 2) {
+        return;
+    }
+    // The replica turns its AOF on (the master needs none: WAITAOF 0 1), fsynced on every
+    // write: once its first rewrite is done, it acknowledges, and the acquire holds.
+    let mut replica = set.raw(set.replica_port().await).await;
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendfsync").arg("always").query_async(&mut replica).await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("appendonly").arg("yes").query_async(&mut replica).await.unwrap();
+    eventually(Duration::from_secs(30), "the replica's AOF written", || {
+        let mut replica = replica.clone();
+        async move {
+            let info: String = redis::cmd("INFO").arg("persistence").query_async(&mut replica).await.unwrap();
+            let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("").to_string();
+            field("aof_enabled:") == "1" && field("aof_rewrite_in_progress:") == "0" && field("aof_rewrite_scheduled:") == "0"
+        }
+    })
+    .await;
+    // A replica reports what it fsynced in its acknowledgements, and the one that
+    // answers WAITAOF's request is sent before the write's fsync: the covering one
+    // can be its next once-a-second report (Redis 7.2.6: up to about a second).
+    let client = builder(&set.url(), 10_000).replica_ack_aof(true).replica_ack_timeout(Duration::from_secs(3)).connect().await.unwrap();
+    let lock = client.lock("aof:lock:kept").unwrap();
+    let guard = lock.try_acquire().await.unwrap_or_else(|e| panic!("the replica writes an AOF now: {e:?}"));
+    let guard = guard.expect("nobody else holds it");
+    assert!(master.pttl::<_, i64>("aof:lock:kept").await.unwrap() > 0, "held on the master");
+    guard.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
