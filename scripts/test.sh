@@ -7,12 +7,48 @@ cd "$(dirname "$0")/.."
 # A run builds everything once: incremental caches would only fill the disk (several GB).
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 ensure_redis_server
-ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm tmux:tmux
+# Everything the steps below install, first: the packaging build runs beside the
+# core suites and must not start an apt-get of its own meanwhile.
+ensure_commands gcc:gcc g++:g++ make:make pkg-config:pkg-config valgrind:valgrind openssl:openssl node:nodejs npm:npm tmux:tmux \
+    readelf:binutils dpkg-deb:dpkg pgrep:procps
+python3 -c 'import venv, ensurepip' 2>/dev/null || ensure_python_venv
 # Each part's heading carries the time spent so far, so the slow parts show.
 section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 section "import circles (scripts/check_imports.py: the files of each binding and of the CLI import one another one way; core's are core/tests/layers.rs's)"
 python3 scripts/check_imports.py
+
+# Two steps run in the background, started early so that they fill the cores the
+# suites leave idle (the suites mostly wait on servers and timers, and they pass with
+# both cores busy: their waits are for states, not for amounts of time): the release
+# artifacts from the start, and the documentation site from after them. Each one's log
+# is printed, in order, where the steps that need its result begin.
+mkdir -p target
+declare -A bg_pid=() bg_log=()
+background() {
+    local name=$1
+    shift
+    bg_log[$name]=$PWD/target/test-$name.log
+    "$@" >"${bg_log[$name]}" 2>&1 &
+    bg_pid[$name]=$!
+}
+collect() {
+    local name=$1 status=0
+    wait "${bg_pid[$name]}" || status=$?
+    unset "bg_pid[$name]"
+    cat "${bg_log[$name]}"
+    if ((status)); then
+        echo "the background step '$name' failed with status $status (its log above)" >&2
+        exit 1
+    fi
+}
+# An early exit (a failed suite) stops what still runs behind: cargo, zig, npm and their children.
+kill_tree() { local child; for child in $(pgrep -P "$1"); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+trap 'for pid in "${bg_pid[@]}"; do kill_tree "$pid"; done' EXIT
+
+# scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one
+# install-and-run each.
+background package bash scripts/package.sh --ci
 
 section "core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
@@ -22,8 +58,10 @@ cargo test -p ferrolock --features spans --test spans
 section "Valkey 8.0.1: one server and a Cluster (scripts/test-servers.sh --quick: core's tests; the server built once into target/servers/ from tests/servers/valkey-8.0.1.tar.gz)"
 bash scripts/test-servers.sh --quick valkey-8.0.1
 
-section "release artifacts (scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one install-and-run each)"
-bash scripts/package.sh --ci
+section "release artifacts (scripts/package.sh --ci, built in the background since the start: its log)"
+collect package
+# The site's build (rustdoc, mkdocs, TypeDoc) needs no binding built: it runs beside the suites below.
+background docs bash scripts/docs.sh
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,
 # installed; the C tests link the tarball's static library instead of building their own.
 FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
@@ -59,8 +97,8 @@ section "failover harness (scripts/failover.sh --short): the negative control mu
 # the default policy is to hold through failover (issue 39): then any overlap or bad token fails.
 bash scripts/failover.sh --short
 
-section "documentation: the site builds (every public name documented, no broken link) and its examples run"
-bash scripts/docs.sh
+section "documentation: the site builds (every public name documented, no broken link; built in the background since the C binding's step: its log) and its examples run"
+collect docs
 bash scripts/docs-examples.sh
 
 section "Redisson interop (4.7.0 and 3.52.0)"
