@@ -9,7 +9,7 @@
 #   bash scripts/build.sh          # everything the tests run
 #   bash scripts/build.sh --demo   # only what `ferrolock demo` runs: the Rust parts in one
 #                                  # cargo build (the Python extension and the Node addon
-#                                  # too), no Java, no npm or pip downloads
+#                                  # too; release at opt-level 1), no Java, no npm or pip downloads
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -32,11 +32,19 @@ build_c_worker() {
 }
 
 if [ "${1:-}" = --demo ]; then
-  # One cargo invocation compiles the shared dependencies once for all five crates.
-  # The extension is built the way maturin builds it (no libpython linked).
-  echo "== build ($profile, one cargo build): ferrolock CLI, Rust worker, libferrolock, Node addon, Python extension"
+  # One cargo invocation compiles the shared dependencies once for all five crates, and
+  # only the targets the demo runs (not the tests crate's other programs). The extension
+  # is built the way maturin builds it (no libpython linked). A release build here is at
+  # opt-level 1 (FERROLOCK_DEMO_OPT_LEVEL): a newcomer sees the demo in about half the
+  # time of opt-level 3, and the demo names the level its figures come from; its
+  # artifacts sit beside opt-level 3's in target/release/deps (cargo hashes the level in).
+  if [ "$profile" = release ]; then
+    export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FERROLOCK_DEMO_OPT_LEVEL:-1}"
+  fi
+  echo "== build ($profile${CARGO_PROFILE_RELEASE_OPT_LEVEL:+ at opt-level $CARGO_PROFILE_RELEASE_OPT_LEVEL}, one cargo build): ferrolock CLI, Rust worker, libferrolock, Node addon, Python extension"
   PYO3_BUILD_EXTENSION_MODULE=1 cargo build "${cargo_profile[@]}" \
-      -p ferrolock-cli -p ferrolock-tests -p ferrolock-c -p ferrolock-node -p ferrolock-python
+      -p ferrolock-cli -p ferrolock-tests -p ferrolock-c -p ferrolock-node -p ferrolock-python \
+      --lib --bin ferrolock --bin ferrolock-worker
   build_c_worker
   echo "== build: Node addon (bindings-node/ferrolock.node, the loader's local build)"
   cp "$target/libferrolock_node.so" bindings-node/ferrolock.node

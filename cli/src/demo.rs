@@ -383,12 +383,25 @@ fn print_terms() {
     }
 }
 
+/// The build the figures come from: the workers are built with this binary, in the
+/// same profile and at the same optimisation level (scripts/build.sh --demo).
+fn build_note() -> String {
+    let (profile, opt) = (env!("FERROLOCK_BUILT_PROFILE"), env!("FERROLOCK_BUILT_OPT_LEVEL"));
+    let hint = match (profile, opt) {
+        ("release", "3") => "",
+        ("release", _) => "; scripts/demo.sh's quick build: FERROLOCK_DEMO_OPT_LEVEL=3 bash scripts/demo.sh builds as the benchmarks do",
+        _ => "; not optimised as a release is: FERROLOCK_PROFILE=release bash scripts/demo.sh",
+    };
+    format!("{profile} builds at opt-level {opt}{hint}")
+}
+
 fn print_report(summary: &Summary, counted: usize, lost_updates: i64) {
     let ms = |p: f64| summary.handoff_percentile_ms(p).map_or("-".to_string(), |v| format!("{v:.3} ms"));
     println!();
     println!("hand-offs between processes   {}", summary.handoffs_ns.len());
     println!("hand-off p50 / p99            {} / {}", ms(0.5), ms(0.99));
     println!("longest wait                  {:.3} ms", summary.longest_wait_ns as f64 / 1e6);
+    println!("measured with                 {}", build_note());
     println!("lost updates                  {lost_updates}   (counter {counted}, critical sections {})", summary.sections);
     println!(
         "fencing tokens                {}",
