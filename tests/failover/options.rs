@@ -8,8 +8,11 @@ use crate::common::{FaultKind, NodeSettings, Timers, FAULT_KINDS};
 pub const USAGE: &str = "\
 usage: ferrolock-failover [OPTIONS]   (bash scripts/failover.sh [OPTIONS] builds what it runs)
 
-  --short                  the test command's run: both topologies, the default policy,
-                           until 5 real failovers (every fault kind once), a 5 s control
+  --short                  the test command's run: both topologies, the default policy
+                           under the fault kinds it holds through (kill9-replica, sigstop,
+                           partition) until 5 real failovers (each kind at least once),
+                           required to show 0 overlaps and 0 token anomalies; a 5 s control
+                           (kill9-restart and manual need --policy all --aof: the guide)
   --topology T             sentinel, cluster or both (default both)
   --policy P[,P...]        the modes: replica-ack policies passed to the bindings as they
                            are (off, one, majority, all, ...; today's bindings take off/one
@@ -112,6 +115,11 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
         match arg.as_str() {
             "--short" => {
                 o.policies = vec!["default".into()];
+                // The default policy's promise (docs/site/guides/failover.md): what it holds
+                // through must stay so. An empty restart and a manual failover can hand a
+                // token out twice under it: they are measured by longer runs, not required.
+                o.faults = vec![FaultKind::KillReplica, FaultKind::Stop, FaultKind::Partition];
+                o.expect_zero = vec!["default".into()];
                 o.duration = Duration::from_secs(100);
                 o.until_failovers = 5;
                 o.min_failovers = 5;
