@@ -39,7 +39,7 @@ if (($#)); then SERVERS=("$@"); else SERVERS=("${BUILT[@]}" "$DEBIAN"); fi
 
 CORE_SINGLE=(protocol servers acl waiting fair rwlock semaphore permits latch inspect holder_notes script_loading host_link
   host_driving conveniences close release_outage watchdog semaphore_handoff redlock_concurrent)
-CORE_SENTINEL=(sentinel acl_sentinel)
+CORE_SENTINEL=(sentinel acl_sentinel replica_ack)
 CORE_CLUSTER=(cluster cluster_family acl_cluster)
 # Python: every file but test_close_many.py (20,000 holds with a 2 s lease: a test of
 # the close's speed on a quiet machine, not of the server) and test_sentinel.py (the
