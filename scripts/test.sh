@@ -96,7 +96,7 @@ bash scripts/build.sh
 cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock --test election --test cron
 cargo test -p ferrolock-cli
 
-section "failover harness (scripts/failover.sh --short): the default policy through kill9-replica, sigstop and partition: 0 overlaps, 0 token anomalies; the negative control must catch overlaps, every client process must finish"
+section "failover harness (scripts/failover.sh --short): replica ack 'all' through kill9-replica, sigstop and partition: 0 overlaps, 0 token anomalies, no lock left held; the negative control must catch overlaps, every client process must finish"
 # On the release artifacts above (the wheel, the addon).
 bash scripts/failover.sh --short
 

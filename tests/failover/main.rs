@@ -311,7 +311,8 @@ async fn leftovers(topo: &Topo, resources: &[(String, &'static str, u64)]) -> Re
             if let Some((_, _, permits)) = resources.iter().find(|(n, k, _)| *k == "semaphore" && semaphore(n)) {
                 let free: String = ferrolock_harness::query(port, None, redis::cmd("GET").arg(&key)).await?;
                 if free != permits.to_string() {
-                    left.push(Left { key, what: format!("{free} of {permits} permits free"), held: true, semaphore: true });
+                    let leaked = free.parse::<u64>().is_ok_and(|f| f < *permits);
+                    left.push(Left { key, what: format!("{free} of {permits} permits free"), held: true, semaphore: true, leaked });
                 }
                 continue;
             }
@@ -325,13 +326,13 @@ async fn leftovers(topo: &Topo, resources: &[(String, &'static str, u64)]) -> Re
                 let (s, us): (i64, i64) = ferrolock_harness::query(port, None, &redis::cmd("TIME")).await?;
                 let last = timeouts.iter().map(|(_, t)| t - (s * 1000 + us / 1000)).max().unwrap_or(0);
                 let what = format!("fair-lock queue of {} waiters, the last one's turn {} {} ms", timeouts.len(), if last > 0 { "ends in" } else { "ended" }, last.abs());
-                left.push(Left { key, what, held: false, semaphore: false });
+                left.push(Left { key, what, held: false, semaphore: false, leaked: false });
                 continue;
             }
             let ttl: i64 = ferrolock_harness::query(port, None, redis::cmd("PTTL").arg(&key)).await?;
             // A lock (its hash) is held; a holder's note, say, only waits for its expiry.
             let held = resources.iter().any(|(n, _, _)| *n == key);
-            left.push(Left { key, what: if ttl == -1 { "no expiry".into() } else { format!("expires in {ttl} ms") }, held, semaphore: false });
+            left.push(Left { key, what: if ttl == -1 { "no expiry".into() } else { format!("expires in {ttl} ms") }, held, semaphore: false, leaked: false });
         }
     }
     Ok(left)

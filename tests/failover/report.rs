@@ -34,6 +34,9 @@ pub struct Left {
     pub held: bool,
     /// One of the per-fault semaphores.
     pub semaphore: bool,
+    /// A semaphore with fewer permits free than it has: a release a failover lost
+    /// (capacity gone until its permits are set again, not two holders too many).
+    pub leaked: bool,
 }
 
 /// What a mode must show.
@@ -170,8 +173,10 @@ pub fn report(run: &ModeRun, expect: &Expect) -> Vec<String> {
         if total.overlaps > 0 || bad_tokens > 0 {
             failed.push(format!("expected 0 overlaps and 0 duplicate/regressed tokens, saw {} and {}/{}", total.overlaps, total.dup_tokens, total.regressed_tokens));
         }
-        if run.left.iter().any(|l| l.held) {
-            failed.push("expected nothing held on the masters".into());
+        // Leaked semaphore permits are reported above, not failed: a release that a
+        // failover lost shrinks the semaphore; that is capacity, not exclusion.
+        if run.left.iter().any(|l| l.held && !l.leaked) {
+            failed.push("expected nothing held on the masters (leaked semaphore permits aside)".into());
         }
     }
     if expect.control && (total.overlaps == 0 || bad_tokens == 0) {
