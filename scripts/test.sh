@@ -29,8 +29,7 @@ background() {
     local name=$1
     shift
     bg_log[$name]=$PWD/target/test-$name.log
-    # Niced: the suites in front get a core whenever they want one.
-    nice -n 15 "$@" >"${bg_log[$name]}" 2>&1 &
+    "$@" >"${bg_log[$name]}" 2>&1 &
     bg_pid[$name]=$!
 }
 collect() {
@@ -49,9 +48,10 @@ trap 'for pid in "${bg_pid[@]}"; do kill_tree "$pid"; done' EXIT
 
 # scripts/package.sh --ci: built as a release is, in the ci profile; static checks, one
 # install-and-run each.
-background package bash scripts/package.sh --ci
+# The builds run niced: the suites in front get a core whenever they want one.
+background package nice -n 15 bash scripts/package.sh --ci
 # Valkey 8.0.1 for its step below (make; cached in target/servers/).
-background valkey bash -c '. scripts/servers.sh && build_server valkey-8.0.1'
+background valkey nice -n 15 bash -c '. scripts/servers.sh && build_server valkey-8.0.1'
 
 section "core (Rust)"
 cargo test -p ferrolock -p ferrolock-harness
@@ -65,7 +65,7 @@ bash scripts/test-servers.sh --quick valkey-8.0.1
 section "release artifacts (scripts/package.sh --ci, built in the background since the start: its log)"
 collect package
 # The site's build (rustdoc, mkdocs, TypeDoc) needs no binding built: it runs beside the suites below.
-background docs bash scripts/docs.sh
+background docs nice -n 15 bash scripts/docs.sh
 # The Python suites (the binding's, and the cross-language workers) run on that wheel,
 # installed; the C tests link the tarball's static library instead of building their own.
 FERROLOCK_PYTHON_WHEEL=$(ls "$PWD"/dist/python/ferrolock-*-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl)
@@ -78,14 +78,23 @@ FERROLOCK_NODE_ADDON=$PWD/target/package/node-addon/package/ferrolock.linux-x64-
 FERROLOCK_NODE_TYPE_DEFS=$PWD/target/package/node-type-defs
 export FERROLOCK_PYTHON_WHEEL FERROLOCK_C_TARBALL FERROLOCK_NODE_ADDON FERROLOCK_NODE_TYPE_DEFS
 
-section "C binding"
-bash bindings-c/test.sh
+# The suites below mostly wait on their servers: they run in two lanes at once, each
+# lane's steps in order. One lane: C, Node, the failover harness (its log printed when
+# it ends); the other: Python, then what reinstalls Python's venv and builds the
+# Redisson driver (the cross-language suite), then Redisson's interop.
+lane_c_node_failover() {
+    section "C binding"
+    bash bindings-c/test.sh
+    section "Node binding"
+    bash bindings-node/test.sh
+    section "failover harness (scripts/failover.sh --short): replica ack 'all' through kill9-replica, sigstop and partition: 0 overlaps, 0 token anomalies, no lock left held; the negative control must catch overlaps, every client process must finish"
+    # On the release artifacts above (the wheel, the addon).
+    bash scripts/failover.sh --short
+}
+background lane lane_c_node_failover
 
 section "Python binding"
 bash bindings-python/test.sh
-
-section "Node binding"
-bash bindings-node/test.sh
 
 section "cross-language suite and CLI"
 bash scripts/build.sh
@@ -96,16 +105,15 @@ bash scripts/build.sh
 cargo test -p ferrolock-tests --bins --test xlang --test cli --test demo --test top --test script_loads --test migration_flock --test election --test cron
 cargo test -p ferrolock-cli
 
-section "failover harness (scripts/failover.sh --short): replica ack 'all' through kill9-replica, sigstop and partition: 0 overlaps, 0 token anomalies, no lock left held; the negative control must catch overlaps, every client process must finish"
-# On the release artifacts above (the wheel, the addon).
-bash scripts/failover.sh --short
-
-section "documentation: the site builds (every public name documented, no broken link; built in the background since the C binding's step: its log) and its examples run"
-collect docs
-bash scripts/docs-examples.sh
-
 section "Redisson interop (4.7.0 and 3.52.0)"
 # Built first so that `time` shows what the suite itself costs; --nocapture prints the
 # measured wake-up times.
 cargo test -p ferrolock-tests --test redisson --no-run
 time cargo test -p ferrolock-tests --test redisson -- --nocapture
+
+section "the other lane: C binding, Node binding, failover harness (run beside the steps above: its log)"
+collect lane
+
+section "documentation: the site builds (every public name documented, no broken link; built in the background since the release artifacts: its log) and its examples run"
+collect docs
+bash scripts/docs-examples.sh
