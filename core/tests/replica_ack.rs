@@ -14,12 +14,17 @@ use common::*;
 use ferrolock::{Client, ErrorKind, LockKind, LockOptions, ReplicaAck, ReplicaShortfall};
 use redis::AsyncCommands;
 
-async fn connect(url: &str, policy: ReplicaAck) -> Client {
+/// Where every replica should acknowledge: long enough for a busy machine's replicas.
+const ACKED: Duration = Duration::from_secs(3);
+/// Where a replica cannot acknowledge (stopped): the shortfall is reported this soon.
+const SHORT: Duration = Duration::from_millis(300);
+
+async fn connect(url: &str, policy: ReplicaAck, ack_timeout: Duration) -> Client {
     builder(url, 10_000)
         .connect_timeout(Duration::from_secs(2))
         .response_timeout(Duration::from_secs(2))
         .replica_ack(policy)
-        .replica_ack_timeout(Duration::from_millis(300))
+        .replica_ack_timeout(ack_timeout)
         .connect()
         .await
         .unwrap()
@@ -101,19 +106,23 @@ fn shortfall(e: &ferrolock::Error) -> ReplicaShortfall {
 async fn each_policy_counts_the_replicas_the_master_should_have_and_undoes_what_it_did_not_confirm() {
     let set = Replicated::start(2).await;
     let mut master = set.raw_master().await;
-    let clients = [
-        (ReplicaAck::One, connect(&set.url(), ReplicaAck::One).await),
-        (ReplicaAck::Majority, connect(&set.url(), ReplicaAck::Majority).await),
-        (ReplicaAck::All, connect(&set.url(), ReplicaAck::All).await),
-    ];
-    for (policy, client) in &clients {
-        for (what, taken) in take_each(client, &format!("healthy:{policy}")).await {
+    let policies = [ReplicaAck::One, ReplicaAck::Majority, ReplicaAck::All];
+    for policy in policies {
+        let client = connect(&set.url(), policy, ACKED).await;
+        for (what, taken) in take_each(&client, &format!("healthy:{policy}")).await {
             taken.unwrap_or_else(|e| panic!("{policy}, {what}, both replicas up: {e:?}"));
         }
+        client.shutdown().await.unwrap();
     }
     // One replica stops acknowledging; the master still counts it connected, so it
     // should have 2: one acknowledgement meets `one`, not `majority` (2) nor `all` (2).
     set.data[1].pause();
+    let mut clients = Vec::new();
+    for policy in policies {
+        // `one` is met by the replica still running: it gets the time to answer.
+        let timeout = if policy == ReplicaAck::One { ACKED } else { SHORT };
+        clients.push((policy, connect(&set.url(), policy, timeout).await));
+    }
     for (policy, client) in &clients {
         let prefix = format!("one-stopped:{policy}");
         for (what, taken) in take_each(client, &prefix).await {
@@ -145,7 +154,7 @@ async fn a_master_without_replicas_refuses_every_policy_but_off_and_sends_nothin
     }
     for policy in [ReplicaAck::One, ReplicaAck::Majority, ReplicaAck::All] {
         // A fresh client: what it learns connecting is what it acts on.
-        let client = connect(&set.url(), policy).await;
+        let client = connect(&set.url(), policy, SHORT).await;
         let scripts = command_calls(&mut master, &["evalsha"]).await;
         for (what, taken) in take_each(&client, &format!("alone:{policy}")).await {
             let err = taken.expect_err(&format!("{policy}, {what}: taken on a master with no replica"));
@@ -159,7 +168,7 @@ async fn a_master_without_replicas_refuses_every_policy_but_off_and_sends_nothin
         nothing_kept(&mut master, &format!("alone:{policy}")).await;
         client.shutdown().await.unwrap();
     }
-    let off = connect(&set.url(), ReplicaAck::Off).await;
+    let off = connect(&set.url(), ReplicaAck::Off, SHORT).await;
     for (what, taken) in take_each(&off, "alone:off").await {
         taken.unwrap_or_else(|e| panic!("off, {what}: {e:?}"));
     }
@@ -222,7 +231,7 @@ async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cluster_acknowledges_on_the_slot_masters_replicas() {
     let cluster = Cluster::start().await;
-    let client = connect(&cluster.url(), ReplicaAck::One).await;
+    let client = connect(&cluster.url(), ReplicaAck::One, ACKED).await;
     let prefix = "{acked}";
     let owner = cluster.owner_of(prefix.as_bytes()).await;
     let masters = cluster.masters().await;
@@ -244,7 +253,8 @@ async fn the_cluster_acknowledges_on_the_slot_masters_replicas() {
     // The slot master's replica stops: nothing is acknowledged there, and undone.
     let replica = cluster.replica_of(owner).await;
     cluster.pause(replica).await;
-    for (what, taken) in take_each(&client, prefix).await {
+    let stopped = connect(&cluster.url(), ReplicaAck::One, SHORT).await;
+    for (what, taken) in take_each(&stopped, prefix).await {
         let err = taken.expect_err(&format!("{what}: taken with the slot master's replica stopped"));
         assert_eq!(shortfall(&err).acknowledged, 0, "{what}: {err:?}");
     }
