@@ -186,7 +186,8 @@ async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not()
     let client = builder(&set.url(), 10_000).replica_ack_aof(true).replica_ack_timeout(Duration::from_millis(300)).connect().await.unwrap();
     let lock = client.lock("aof:lock").unwrap();
     let err = lock.try_acquire().await.expect_err("the replicas have no AOF (and 7.0 has no WAITAOF)");
-    if (numbers[0], numbers[1]) < (7, 2) {
+    let has_waitaof = (numbers[0], numbers[1]) >= (7, 2);
+    if !has_waitaof {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err:?}");
         assert!(err.message().contains("WAITAOF") && err.message().contains(&format!("Redis {version}")), "{}", err.message());
         assert!(err.message().contains("7.2"), "{}", err.message());
@@ -200,7 +201,7 @@ async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not()
         async move { keys(&mut master).await.is_empty() }
     })
     .await;
-    if (numbers[0], numbers[1]) < (7, 2) {
+    if !has_waitaof {
         return;
     }
     // The replica turns its AOF on (the master needs none: WAITAOF 0 1), fsynced on every
@@ -212,15 +213,16 @@ async fn waitaof_is_used_where_the_server_has_it_and_refused_by_name_where_not()
         let mut replica = replica.clone();
         async move {
             let info: String = redis::cmd("INFO").arg("persistence").query_async(&mut replica).await.unwrap();
-            let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("").to_string();
-            field("aof_enabled:") == "1" && field("aof_rewrite_in_progress:") == "0" && field("aof_rewrite_scheduled:") == "0"
+            [("aof_enabled", "1"), ("aof_rewrite_in_progress", "0"), ("aof_rewrite_scheduled", "0")]
+                .iter()
+                .all(|(field, value)| info_field(&info, field) == Some(*value))
         }
     })
     .await;
     // A replica reports what it fsynced in its acknowledgements, and the one that
     // answers WAITAOF's request is sent before the write's fsync: the covering one
     // can be its next once-a-second report (Redis 7.2.6: up to about a second).
-    let client = builder(&set.url(), 10_000).replica_ack_aof(true).replica_ack_timeout(Duration::from_secs(3)).connect().await.unwrap();
+    let client = builder(&set.url(), 10_000).replica_ack_aof(true).replica_ack_timeout(ACKED).connect().await.unwrap();
     let lock = client.lock("aof:lock:kept").unwrap();
     let guard = lock.try_acquire().await.unwrap_or_else(|e| panic!("the replica writes an AOF now: {e:?}"));
     let guard = guard.expect("nobody else holds it");
