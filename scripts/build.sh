@@ -35,8 +35,9 @@ if [ "${1:-}" = --demo ]; then
   # One cargo invocation compiles the shared dependencies once for all five crates, and
   # only the targets the demo runs (not the tests crate's other programs). The extension
   # is built the way maturin builds it (no libpython linked). A release build here is at
-  # opt-level 1 (FERROLOCK_DEMO_OPT_LEVEL): a newcomer sees the demo in about half the
-  # time of opt-level 3, and the demo names the level its figures come from; its
+  # opt-level 1 (FERROLOCK_DEMO_OPT_LEVEL): from a fresh clone on the project's 2-core VM
+  # the first demo line came after 267 s, 395 s at opt-level 3 (level 0: 92 s, but a 3x
+  # slower hand-off misstates the library); the demo names the level it ran at; its
   # artifacts sit beside opt-level 3's in target/release/deps (cargo hashes the level in).
   if [ "$profile" = release ]; then
     export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FERROLOCK_DEMO_OPT_LEVEL:-1}"

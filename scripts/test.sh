@@ -18,11 +18,12 @@ section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 section "import circles (scripts/check_imports.py: the files of each binding and of the CLI import one another one way; core's are core/tests/layers.rs's)"
 python3 scripts/check_imports.py
 
-# Three builds run in the background, started early so that they fill the cores the
-# suites leave idle (the suites mostly wait on servers and timers, and they pass with
-# both cores busy: their waits are for states, not for amounts of time): the release
-# artifacts and Valkey from the start, and the documentation site from after them. Each one's log
-# is printed, in order, where the steps that need its result begin.
+# Builds run in the background, started early so that they fill the cores the suites
+# leave idle (the suites mostly wait on servers and timers, and they pass with both
+# cores busy: their waits are for states, not for amounts of time): the release
+# artifacts and Valkey from the start, the documentation site from after them; later one
+# lane of suites runs beside the other (below). Each one's log is printed, in order,
+# where the steps that need its result begin.
 mkdir -p target
 declare -A bg_pid=() bg_log=()
 background() {
