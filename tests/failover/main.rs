@@ -133,6 +133,10 @@ async fn run(mut opts: Options) -> bool {
     let mut any = false;
     for (title, failed) in &summary {
         println!("{}: {title}", if failed.is_empty() { "ok    " } else { "FAILED" });
+        // The reasons again: a CI log's tail may hold only the summary.
+        for why in failed {
+            println!("        {why}");
+        }
         any |= !failed.is_empty();
     }
     any
