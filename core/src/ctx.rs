@@ -153,7 +153,11 @@ impl Ctx {
 
     /// One renewal round (see renewal.rs) over the holds due before `horizon`, or all.
     pub async fn renew(&self, horizon: Option<Instant>) -> renewal::RenewalReport {
-        renewal::renew_all(&self.held, || self.conn(), &self.transport, self.config.watchdog_ms(), horizon).await
+        self.round(horizon, None).await
+    }
+
+    async fn round(&self, horizon: Option<Instant>, noticed: Option<Instant>) -> renewal::RenewalReport {
+        renewal::renew_all(&self.held, || self.conn(), &self.transport, self.config.watchdog_ms(), horizon, noticed).await
     }
 
     /// Releases everything held (best effort, bounded by the response timeout),
@@ -312,17 +316,14 @@ async fn watchdog(ctx: Weak<Ctx>) {
 
 /// Checks every hold at once when the client notices a failover (transport/failover.rs),
 /// instead of at each one's next renewal: a hold whose field the new master lacks is
-/// reported lost then, and the time from the notice to the end of that round is
-/// recorded for each (an upper bound of each report's delay).
+/// reported lost then, and the time from the notice to that report is recorded for
+/// each (renewal.rs).
 async fn failover_checks(ctx: Weak<Ctx>, mut notices: watch::Receiver<crate::transport::Notice>) {
     while notices.changed().await.is_ok() {
         let noticed = notices.borrow_and_update().at;
         let Some(ctx) = ctx.upgrade() else { return };
-        let report = ctx.renew(None).await;
+        let report = ctx.round(None, Some(noticed)).await;
         let after = noticed.elapsed();
-        for _ in 0..report.lost {
-            ctx.transport.metrics.lost_after_failover(after);
-        }
         tracing::info!(renewed = report.renewed, lost = report.lost, failed = report.failed, ?after, "holds checked after a failover");
     }
 }

@@ -192,8 +192,11 @@ pub(crate) fn expire_due(held: &Registry, deadlines: &Deadlines) {
     }
 }
 
-/// One round over every hold due before `horizon` (all holds without one).
-pub(crate) async fn renew_all<F>(held: &Registry, conn: F, transport: &Transport, lease_ms: u64, horizon: Option<Instant>) -> RenewalReport
+/// One round over every hold due before `horizon` (all holds without one). A round a
+/// failover notice started (`noticed`: when) records, for each hold it finds lost, the
+/// time from the notice to that hold's report (`failover_loss_report`): its own batch's
+/// answer, not the round's end, which a batch for another master can hold up.
+pub(crate) async fn renew_all<F>(held: &Registry, conn: F, transport: &Transport, lease_ms: u64, horizon: Option<Instant>, noticed: Option<Instant>) -> RenewalReport
 where
     F: Fn() -> Result<Conn> + Sync,
 {
@@ -211,7 +214,7 @@ where
     }
     let batches: Vec<&[(Arc<dyn Held>, Ticket)]> = groups.values().flat_map(|g| g.chunks(BATCH)).collect();
     let conn = &conn;
-    let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics));
+    let calls = batches.into_iter().map(|batch| renew_batch(conn, lease_ms, batch, &transport.metrics, noticed));
     // Polled after the renewals, so sent after them on the same connection: a
     // refreshed note takes the renewed lease.
     let notes = write_notes(conn, transport, Duration::from_millis(lease_ms), all.into_iter().zip(renewing));
@@ -291,7 +294,7 @@ where
     }
 }
 
-async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)], metrics: &Recorder) -> RenewalReport
+async fn renew_batch<F>(conn: &F, lease_ms: u64, batch: &[(Arc<dyn Held>, Ticket)], metrics: &Recorder, noticed: Option<Instant>) -> RenewalReport
 where
     F: Fn() -> Result<Conn> + Sync,
 {
@@ -343,6 +346,9 @@ where
                     } else {
                         hold.found_gone(ticket.generation);
                         report.lost += 1;
+                        if let Some(noticed) = noticed {
+                            metrics.lost_after_failover(noticed.elapsed());
+                        }
                     }
                 }
                 metrics.renewals(report.renewed as u64, 0);
