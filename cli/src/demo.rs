@@ -386,13 +386,14 @@ fn print_terms() {
 /// The build the figures come from: the workers are built with this binary, in the
 /// same profile and at the same optimisation level (scripts/build.sh --demo).
 fn build_note() -> String {
-    let (profile, opt) = (env!("FERROLOCK_BUILT_PROFILE"), env!("FERROLOCK_BUILT_OPT_LEVEL"));
+    let (profile, opt, cold) = (env!("FERROLOCK_BUILT_PROFILE"), env!("FERROLOCK_BUILT_OPT_LEVEL"), env!("FERROLOCK_BUILT_COLD_OPT_LEVEL"));
     let hint = match (profile, opt) {
         ("release", "3") => "",
         ("release", _) => "; scripts/demo.sh's quick build: FERROLOCK_DEMO_OPT_LEVEL=3 bash scripts/demo.sh builds as the benchmarks do",
         _ => "; not optimised as a release is: FERROLOCK_PROFILE=release bash scripts/demo.sh",
     };
-    format!("{profile} builds at opt-level {opt}{hint}")
+    let cold = if cold.is_empty() { String::new() } else { format!(" (TLS, URL and argument parsing, and this CLI, at {cold})") };
+    format!("{profile} builds at opt-level {opt}{cold}{hint}")
 }
 
 fn print_report(summary: &Summary, counted: usize, lost_updates: i64) {
