@@ -39,7 +39,7 @@ if [ "${1:-}" = --demo ]; then
   # hand-off runs (tokio, redis-rs, pyo3, napi, ...), and at 0 for the crates it does not
   # run (TLS, URL and argument parsing) and for this CLI's own code (it starts the workers
   # and reads their logs; the figures are the workers'). From a fresh clone on the
-  # project's 2-core VM the first demo line came after 215 s (267 s with everything at 1,
+  # project's 2-core VM the first demo line came after 219 s (267 s with everything at 1,
   # 395 s at 3; everything at 0: 92 s, but a 3x slower hand-off misstates the library).
   # The demo names the levels it ran at; its artifacts sit beside opt-level 3's in
   # target/release/deps (cargo hashes the levels in).
