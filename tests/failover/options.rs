@@ -124,7 +124,10 @@ pub fn parse(args: Vec<String>) -> Result<Options, String> {
                 o.policies = vec!["all".into()];
                 o.faults = vec![FaultKind::KillReplica, FaultKind::Stop, FaultKind::Partition];
                 o.expect_zero = vec!["all".into()];
-                o.duration = Duration::from_secs(100);
+                // It ends at the 5th real failover (about 40 s a topology, quiet or under
+                // the test command's load); the length is only a cap, with room for the
+                // repeated Sentinel elections a busy machine can cause.
+                o.duration = Duration::from_secs(200);
                 o.until_failovers = 5;
                 o.min_failovers = 5;
                 o.pause = (Duration::from_millis(1000), Duration::from_millis(2000));
