@@ -62,7 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
 import redis.lock
@@ -367,6 +367,33 @@ def memory_section(n: int = HOLDS) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+async def hold_in_tasks(
+    client: ferrolock.aio.Client, prefix: str, per_task: int, tasks: int, end: asyncio.Event, then_release: bool, **options: Any
+) -> list[asyncio.Task[None]]:
+    """Has ``tasks`` tasks take ``per_task`` locks each (``prefix:task:i``, made with
+    ``options``) and returns once every one is taken; each task then waits for ``end``
+    and, with ``then_release``, releases its locks."""
+    taken = asyncio.Event()
+    done = 0
+
+    async def holder(t: int) -> None:
+        nonlocal done
+        locks = [client.lock(f"{prefix}:{t}:{i}", **options) for i in range(per_task)]
+        for lock in locks:
+            await lock.acquire()
+        done += 1
+        if done == tasks:
+            taken.set()
+        await end.wait()
+        if then_release:
+            for lock in locks:
+                await lock.release()
+
+    running = [asyncio.create_task(holder(t)) for t in range(tasks)]
+    await taken.wait()
+    return running
+
+
 def asyncio_memory_section(n: int = AIO_HOLDS, tasks: int = AIO_TASKS) -> None:
     """RSS per hold with ferrolock.aio as a service holds them: ``n`` locks taken by
     ``tasks`` tasks on one client, the watchdog renewing every one (no lease), measured
@@ -379,27 +406,11 @@ def asyncio_memory_section(n: int = AIO_HOLDS, tasks: int = AIO_TASKS) -> None:
             warm = client.lock("bench:aio:warm")  # connection, scripts, runtime threads
             await warm.acquire()
             await warm.release()
-            taken = asyncio.Event()
-            done = 0
             per_task = n // tasks
-
-            async def holder(t: int) -> None:
-                nonlocal done
-                locks = [client.lock(f"bench:aio:{t}:{i}") for i in range(per_task)]
-                for lock in locks:
-                    await lock.acquire()
-                done += 1
-                if done == tasks:
-                    taken.set()
-                await release.wait()
-                for lock in locks:
-                    await lock.release()
-
             release = asyncio.Event()
             gc.collect()
             before = rss_bytes()
-            running = [asyncio.create_task(holder(t)) for t in range(tasks)]
-            await taken.wait()
+            running = await hold_in_tasks(client, "bench:aio", per_task, tasks, release, then_release=True)
             gc.collect()
             after = rss_bytes()
             per_hold = (after - before) / (per_task * tasks)
@@ -432,22 +443,11 @@ def asyncio_close_section(n: int = AIO_HOLDS, tasks: int = AIO_TASKS, lease: flo
     async def run() -> float:
         client = await ferrolock.aio.Client.connect(url, watchdog_timeout=lease)
         per_task = n // tasks
-        taken = asyncio.Event()
         closed = asyncio.Event()
-        done = 0
-
-        async def holder(t: int) -> None:
-            nonlocal done
-            for i in range(per_task):
-                lock = client.lock(f"bench:close:{t}:{i}", on_lost=lambda _lock, reason: lost.append(reason))
-                await lock.acquire()
-            done += 1
-            if done == tasks:
-                taken.set()
-            await closed.wait()  # the holds' tasks live on while the client closes, as a service's do
-
-        running = [asyncio.create_task(holder(t)) for t in range(tasks)]
-        await taken.wait()
+        # The holds' tasks live on while the client closes, as a service's do.
+        running = await hold_in_tasks(
+            client, "bench:close", per_task, tasks, closed, then_release=False, on_lost=lambda _lock, reason: lost.append(reason)
+        )
         held = client.held_count()
         if held != per_task * tasks:
             raise RuntimeError(f"{held} held, {per_task * tasks} taken")

@@ -44,6 +44,7 @@ if [ "${1:-}" = --demo ]; then
   # The demo names the levels it ran at; its artifacts sit beside opt-level 3's in
   # target/release/deps (cargo hashes the levels in).
   levels=()
+  unset FERROLOCK_COLD_OPT_LEVEL # set below only when the cold crates really are built lower
   if [ "$profile" = release ]; then
     export CARGO_PROFILE_RELEASE_OPT_LEVEL="${FERROLOCK_DEMO_OPT_LEVEL:-1}"
     if [ "$CARGO_PROFILE_RELEASE_OPT_LEVEL" != 3 ]; then
