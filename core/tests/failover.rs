@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::replicated::{ask, Replicated};
 use common::*;
-use ferrolock::{Client, ErrorKind, ReplicaAck};
+use ferrolock::{Client, ErrorKind, Released, ReplicaAck};
 use redis::AsyncCommands;
 
 fn sentinel_url(ports: &[u16]) -> String {
@@ -165,8 +165,9 @@ async fn a_read_back_never_adopts_a_leftover_hold() {
     assert_eq!(proxy.cuts.load(std::sync::atomic::Ordering::SeqCst), 1, "the request was dropped");
     assert!(second.token().unwrap() > token, "token {:?} handed out again (was {token})", second.token());
     let second_token = second.token().unwrap();
-    second.lock().release_all().await.unwrap();
-    std::mem::forget(second);
+    assert_eq!(lock.local_hold_count(), 1, "the leftover level is not adopted");
+    assert_eq!(second.release().await.unwrap(), Released::Unlocked, "one release frees it");
+    assert!(!raw.exists::<_, bool>("rb:lock").await.unwrap());
 
     // The same leftover, and the acquire runs but its reply is cut: its own grant is
     // found, confirmed by the replica, and adopted with the token it took.
@@ -175,8 +176,8 @@ async fn a_read_back_never_adopts_a_leftover_hold() {
     let third = lock.acquire().await.unwrap();
     assert_eq!(proxy.cuts.load(std::sync::atomic::Ordering::SeqCst), 2, "the reply was cut");
     assert_eq!(third.token(), Some(second_token + 1), "the token this acquire took");
-    third.lock().release_all().await.unwrap();
-    std::mem::forget(third);
+    assert_eq!(lock.local_hold_count(), 1, "the leftover level is not adopted");
+    assert_eq!(third.release().await.unwrap(), Released::Unlocked, "one release frees it");
     assert!(!raw.exists::<_, bool>("rb:lock").await.unwrap());
 }
 

@@ -121,6 +121,75 @@ async fn other_holders_cannot_release_or_enter() {
     b.shutdown().await.unwrap();
 }
 
+/// A release a failover lost after it was answered leaves the holder's field on the
+/// new master (written back here, as the failover harness saw it). The holder's next
+/// acquire must take one level, not adopt the leftover too: adopted, the caller's
+/// release left the lock held and renewed by a holder whose caller believed it free
+/// (the harness saw a holder end with 137 levels and a fencing token given twice).
+#[tokio::test]
+async fn an_acquire_does_not_adopt_levels_a_lost_release_left() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let count = |raw: &mut redis::aio::MultiplexedConnection, name: &'static str, owner: String| {
+        let mut raw = raw.clone();
+        async move { raw.hget::<_, _, Option<i64>>(name, owner).await.unwrap() }
+    };
+    for (name, fenced) in [("leftover", false), ("leftover:fenced", true)] {
+        let lock = if fenced { client.fenced_lock(name) } else { client.lock(name) }.unwrap();
+        let owner = lock.owner().to_string();
+        let first = lock.acquire().await.unwrap();
+        let first_token = first.token();
+        assert_eq!(first.release().await.unwrap(), Released::Unlocked);
+        let _: () = redis::pipe().hset(name, &owner, 1).pexpire(name, 3000).query_async(&mut raw).await.unwrap();
+
+        // A fresh acquire: one level here, and the leftover released on the server.
+        let second = lock.acquire().await.unwrap();
+        assert_eq!(lock.local_hold_count(), 1, "{name}");
+        assert_eq!(count(&mut raw, name, owner.clone()).await, Some(1), "{name}: the leftover level is released");
+        assert!(!fenced || second.token() > first_token, "{name}: a new token");
+        assert_eq!(second.release().await.unwrap(), Released::Unlocked, "{name}");
+        assert!(!raw.exists::<_, bool>(name).await.unwrap(), "{name}: free after the caller's one release");
+
+        // Re-entered: the inner release's write is lost, the next re-entry takes one level.
+        let outer = lock.acquire().await.unwrap().into_hold();
+        lock.acquire().await.unwrap().release().await.unwrap();
+        let _: () = raw.hincr(name, &owner, 1).await.unwrap();
+        let inner = lock.acquire().await.unwrap();
+        assert_eq!(lock.local_hold_count(), 2, "{name}");
+        assert_eq!(count(&mut raw, name, owner.clone()).await, Some(2), "{name}");
+        assert_eq!(inner.release().await.unwrap(), Released::StillHeld(1));
+        drop(outer);
+        assert_eq!(lock.release().await.unwrap(), Released::Unlocked, "{name}");
+        assert!(!raw.exists::<_, bool>(name).await.unwrap(), "{name}");
+
+        // A level the holder does not count appears while it holds (nothing can release
+        // it): the caller's last release ends the hold here, and nothing renews the rest.
+        let held = lock.acquire().await.unwrap();
+        let _: () = raw.hincr(name, &owner, 1).await.unwrap();
+        assert_eq!(held.release().await.unwrap(), Released::StillHeld(0), "{name}");
+        assert_eq!(lock.local_hold_count(), 0, "{name}");
+        assert_eq!(client.held_count(), 0, "{name}: no longer kept or renewed");
+        assert_eq!(count(&mut raw, name, owner.clone()).await, Some(1), "{name}");
+        let pttl: i64 = raw.pttl(name).await.unwrap();
+        assert!(pttl > 0 && pttl <= 3000, "{name}: it expires with its lease: {pttl}");
+        let _: () = raw.del(name).await.unwrap();
+    }
+
+    // A field of another client's (an explicit owner: a hand-over) keeps the levels
+    // that client took: they are adopted, not released.
+    let other = common::client(&server.url(), 3000).await;
+    let theirs = other.lock("handed").unwrap();
+    let _kept = theirs.acquire().await.unwrap().into_hold();
+    let same = client.lock_with("handed", LockOptions { owner: Some(theirs.owner().to_string()), ..Default::default() }).unwrap();
+    same.acquire().await.unwrap().into_hold();
+    assert_eq!(same.local_hold_count(), 2);
+    assert_eq!(count(&mut raw, "handed", theirs.owner().to_string()).await, Some(2));
+    same.release_all().await.unwrap();
+    other.shutdown().await.unwrap();
+    client.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn remaining_lease_and_explicit_lease() {
     let server = RedisServer::start();

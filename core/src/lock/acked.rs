@@ -16,12 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::holder::{Holder, Level, PendingHold};
-use super::granted::{decode_acquire, twice_failed, unanswered_acquire, AcquireReply};
+use super::granted::{apply_acquired, decode_acquire, twice_failed, unanswered_acquire, AcquireReply};
 use super::unanswered;
 use super::wire;
 use crate::error::{Error, Result};
 use crate::hold::pending::OpGuard;
-use crate::hold::state::Acquired;
 use crate::transport::{Acked, Conn, Unconfirmed};
 use crate::waiting::Attempt;
 
@@ -48,7 +47,7 @@ pub(super) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                     ReadBack::Confirmed(count, token) => {
                         h.ctx.remove_latch_later(grant);
                         let token = h.is_fenced().then_some(token);
-                        let hold = h.apply(Acquired::by_attempt(count, token, lease_ms, sent_at));
+                        let hold = apply_acquired(&h, count, token, lease_ms, sent_at).await;
                         return Ok(Attempt::Acquired(PendingHold::new(Level { holder: h, hold })));
                     }
                     ReadBack::Unconfirmed(err) => {
@@ -66,12 +65,12 @@ pub(super) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
             .and_then(|value| Ok(redis::from_redis_value::<AcquireReply>(value)?))
             .map_err(|e| Error::from_redis(&e, &context))?;
         if !reply.is_acquired() {
-            return decode_acquire(&h, reply, lease_ms, sent_at);
+            return decode_acquire(&h, reply, lease_ms, sent_at).await;
         }
         let err = match outcome {
             Ok(()) => {
                 h.ctx.remove_latch_later(grant);
-                return decode_acquire(&h, reply, lease_ms, sent_at);
+                return decode_acquire(&h, reply, lease_ms, sent_at).await;
             }
             Err(Unconfirmed::Short(shortfall)) => Error::unreplicated(&context, shortfall, true, config.replica_ack_timeout),
             Err(Unconfirmed::Failed(e)) => Error::from_redis(&e, &format!("{context} (waiting for its replicas)")),

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::holder::{Holder, Level, PendingHold};
+use super::release::{release_script, Levels, ReleaseReply};
 use super::unanswered::Unanswered;
 use super::wire;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::state::Acquired;
+use crate::hold::Hold;
 use crate::waiting::Attempt;
 
 /// After two connections failed in one attempt.
@@ -53,19 +55,62 @@ impl redis::FromRedisValue for AcquireReply {
     }
 }
 
-pub(super) fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
+pub(super) async fn decode_acquire(h: &Arc<Holder>, reply: AcquireReply, lease_ms: Option<u64>, sent_at: Instant) -> Result<Attempt<PendingHold>> {
     match reply {
         AcquireReply::Acquired { count, token, head } => {
             if let Some(head) = head {
                 shift_queue(h, head);
             }
             let token = h.is_fenced().then_some(token as u64);
-            let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
+            let hold = apply_acquired(h, count.max(1) as u32, token, lease_ms, sent_at).await;
             Ok(Attempt::Acquired(PendingHold::new(Level { holder: h.clone(), hold })))
         }
         AcquireReply::Busy { pttl } if pttl >= 0 => Ok(Attempt::Busy(Some(Duration::from_millis((pttl as u64).max(1))))),
         AcquireReply::Busy { .. } => Ok(Attempt::Busy(None)),
     }
+}
+
+/// Applies an acquire that left this holder's field at `count` levels (under the
+/// holder's operation lock). Levels beyond the ones the holder accounts for plus this
+/// one are left over from a call that had no effect as far as this client knows: a
+/// release answered by a master whose write a failover then lost, say. Adopted, they
+/// outlive the caller's last release: the holder keeps the lock, renewed, while its
+/// caller believes it released, and each further lost release adds one (the failover
+/// harness saw a holder end with 137). On a field of this client's own nobody else
+/// can account for them, so they are released at once; a field of another client's
+/// (an explicit owner: a hand-over) may carry levels that client took, and stays
+/// adopted as it is.
+pub(super) async fn apply_acquired(h: &Arc<Holder>, count: u32, token: Option<u64>, lease_ms: Option<u64>, sent_at: Instant) -> Hold {
+    let expected = h.cell.state.lock().unwrap().count + 1;
+    if count <= expected || !h.owner_is_ours() {
+        return h.apply(Acquired::by_attempt(count, token, lease_ms, sent_at));
+    }
+    let hold = h.apply(Acquired::by_attempt(expected, token, lease_ms, sent_at));
+    let surplus = count - expected;
+    let lease = lease_ms.unwrap_or_else(|| h.ctx.config.watchdog_ms());
+    let outcome = match h.ctx.conn() {
+        Ok(conn) => release_script(h, conn, h.names.latch(h.ctx.next_request()), lease, Levels::Some(surplus), None).await,
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(Some(ReleaseReply::StillHeld)) => tracing::warn!(
+            lock = %h.names.display(),
+            owner = %h.owner,
+            levels = surplus,
+            "the acquire found {surplus} level(s) of this holder on the server that it had released (a release a \
+             failover lost after it was answered); released them again"
+        ),
+        outcome => {
+            // The field went with them (gone meanwhile, or more left than it had): the
+            // hold it counted on may not be there.
+            let why = match outcome {
+                Ok(reply) => format!("releasing {surplus} leftover level(s) answered {reply:?}"),
+                Err(e) => format!("releasing {surplus} leftover level(s) failed: {}", e.message()),
+            };
+            tracing::warn!(lock = %h.names.display(), owner = %h.owner, "{why}; they expire with the lease unless released");
+        }
+    }
+    hold
 }
 
 /// The second half of a fair take that left waiters: moving them up a turn

@@ -90,6 +90,12 @@ impl Holder {
         self.kind == LockKind::Fenced
     }
 
+    /// Whether its owner field is one of this client's (`<client id>:<holder id>`):
+    /// no other client can have levels under it, only a call of its own.
+    pub fn owner_is_ours(&self) -> bool {
+        self.owner.strip_prefix(self.ctx.id.as_str()).is_some_and(|rest| rest.starts_with(':'))
+    }
+
     pub fn context(&self, what: &str) -> String {
         format!("{what} lock \"{}\"", self.names.display())
     }

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::granted::{decode_acquire, twice_failed, unanswered_acquire, AcquireReply};
+use super::granted::{apply_acquired, decode_acquire, twice_failed, unanswered_acquire, AcquireReply};
 use super::handoff::{Directed, Handoff, STREAK};
 use super::holder::{Holder, Level, PendingHold};
 use super::release::{release_script, Levels, ReleaseReply};
@@ -24,7 +24,6 @@ use super::unanswered;
 use super::wire;
 use crate::error::{Error, ErrorKind, Result};
 use crate::hold::pending::OpGuard;
-use crate::hold::state::Acquired;
 use crate::hold::Released;
 use crate::waiting::Attempt;
 
@@ -43,7 +42,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
         conn.ready().await.map_err(|e| Error::from_redis(&e, &h.context("acquiring")))?;
         let sent_at = Instant::now();
         match call.invoke::<AcquireReply>(&mut conn).await {
-            Ok(reply) => return decode_acquire(&h, reply, lease_ms, sent_at),
+            Ok(reply) => return decode_acquire(&h, reply, lease_ms, sent_at).await,
             // Refused: nothing was sent, so nothing to read back (a Redlock member that is down).
             Err(e) if e.is_connection_refusal() => return Err(Error::from_redis(&e, &h.context("acquiring"))),
             Err(e) if Error::is_ambiguous(&e) => {
@@ -61,7 +60,7 @@ pub(crate) async fn acquire_once(h: Arc<Holder>, lease_ms: Option<u64>, guard: O
                     }
                 };
                 if count > before as i64 {
-                    let hold = h.apply(Acquired::by_attempt(count as u32, token, lease_ms, sent_at));
+                    let hold = apply_acquired(&h, count as u32, token, lease_ms, sent_at).await;
                     return Ok(Attempt::Acquired(PendingHold::new(Level { holder: h, hold })));
                 }
                 // It did not run: sending it again is safe.
@@ -178,8 +177,13 @@ fn settle_release(h: &Holder, reply: ReleaseReply, all: bool) -> Result<Released
             ),
         )),
         ReleaseReply::StillHeld if !all => {
+            // Levels under its field that it does not count (a hand-over's, or ones a
+            // failover left) stay on the server; its own last one ends its hold here,
+            // or it would go on renewing a lock its caller believes released.
             if st.count > 1 {
                 st.count -= 1;
+            } else if st.count == 1 {
+                h.cell.finish(&mut st);
             }
             Ok(Released::StillHeld(st.count))
         }
