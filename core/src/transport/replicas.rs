@@ -101,13 +101,20 @@ pub(crate) fn parse_version(text: &str) -> Option<(u32, u32)> {
 }
 
 /// The replicas one sentinel lists for a master (SENTINEL REPLICAS) that it does not
-/// flag as down or disconnected.
+/// flag as down. `disconnected` is the sentinel's own link to the replica, not the
+/// replica's health: a sentinel flags every replica record it makes at a
+/// `+switch-master`, and every replica whose clients another sentinel's REPLICAOF
+/// killed, so for a moment after each failover. Not counting them made `all` mean
+/// the one replica connected then (the failover harness: an acquire that replica
+/// alone acknowledged, lost when it resynced from a master promoted without it: a
+/// fencing token handed out twice). A replica really gone is flagged `s_down` after
+/// down-after.
 pub(crate) fn healthy_in_sentinel_view(replicas: &[HashMap<String, String>]) -> u32 {
     replicas
         .iter()
         .filter(|r| {
             let flags = r.get("flags").map(String::as_str).unwrap_or("");
-            !flags.split(',').any(|f| matches!(f, "s_down" | "o_down" | "disconnected"))
+            !flags.split(',').any(|f| matches!(f, "s_down" | "o_down"))
         })
         .count() as u32
 }
@@ -132,8 +139,8 @@ mod tests {
     #[test]
     fn views_count_healthy_replicas() {
         let replica = |flags: &str| HashMap::from([("flags".to_string(), flags.to_string())]);
-        let view = [replica("slave"), replica("slave,s_down"), replica("slave,disconnected"), replica("slave,promoted")];
-        assert_eq!(healthy_in_sentinel_view(&view), 2);
+        let view = [replica("slave"), replica("slave,s_down"), replica("slave,disconnected"), replica("slave,promoted"), replica("slave,s_down,disconnected")];
+        assert_eq!(healthy_in_sentinel_view(&view), 3, "a link the sentinel lost is not a replica down");
         let nodes = "a 127.0.0.1:1@2 myself,master - 0 0 1 connected 0-100\n\
                      b 127.0.0.1:3@4 slave a 0 0 1 connected\n\
                      c 127.0.0.1:5@6 slave,fail a 0 0 1 connected\n\
