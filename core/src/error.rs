@@ -186,6 +186,14 @@ impl Error {
             {
                 "; check the username and password in the Redis URL"
             }
+            ErrorKind::Connection if code == "TRYAGAIN" || matches!(err.kind(), RK::Server(SK::TryAgain)) => {
+                " (TRYAGAIN: the cluster slot is being migrated and this call's keys are not all on one \
+                 side yet; a lock that does not exist yet cannot be taken there until the migration \
+                 ends); retry after it"
+            }
+            ErrorKind::Connection if code == "CLUSTERDOWN" || matches!(err.kind(), RK::Server(SK::ClusterDown)) => {
+                " (CLUSTERDOWN: no master serves this slot now, e.g. during a failover); retry once one does"
+            }
             ErrorKind::Connection => "; check that Redis is running and reachable",
             ErrorKind::WrongType => "; the key at this name holds another type, pick another name",
             _ => "",

@@ -231,6 +231,35 @@ async fn resharding_a_held_lock_keeps_everything_working() {
     drop(hold);
 }
 
+/// A lock that does not exist yet, in a half-migrated slot: Redis answers TRYAGAIN to
+/// its acquire (a script over several keys, not all on one side) until the migration
+/// ends. The caller's error says so, within its response timeout, instead of "the
+/// connection failed" after redis-rs's retries outlived it; once the migration ends
+/// the lock is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_lock_in_a_half_migrated_slot_names_tryagain() {
+    let cluster = Cluster::start().await;
+    let client = cluster_client(&cluster.url(), 5_000).connect().await.unwrap();
+    let name = "{c:tryagain}";
+    let lock = client.fenced_lock(name).unwrap();
+    let slot = cluster.slot_of(name.as_bytes()).await;
+    let from = cluster.owner_of_slot(slot).await;
+    let to = *cluster.masters().await.iter().find(|p| **p != from).unwrap();
+    let migration = cluster.begin_migration(slot, to).await;
+    let started = Instant::now();
+    let err = lock.try_acquire().await.unwrap_err();
+    let took = started.elapsed();
+    eprintln!("after {took:?}: {err}");
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.message().contains("TRYAGAIN") && err.message().contains("migrat"), "{err}");
+    assert!(took < Duration::from_secs(4), "answered within the response timeout's reach: {took:?}");
+    assert!(!lock.is_held().await.unwrap_or(false));
+    migration.finish().await;
+    let guard = lock.acquire().await.unwrap();
+    assert!(guard.token().is_some());
+    guard.release().await.unwrap();
+}
+
 /// CLUSTER FAILOVER, then a paused (SIGSTOP) owner replaced by its replica, each
 /// while a lock of the slot is held and waited on: holds are renewed or reported
 /// lost, and the waiter acquires within seconds of the new owner.

@@ -29,9 +29,17 @@ impl Nodes {
     }
 
     fn builder(&self) -> ClusterClientBuilder {
+        // redis-rs waits 1.28 s or more before each of 16 tries of a TRYAGAIN or
+        // CLUSTERDOWN by default: far past the response timeout, so the caller saw that
+        // timeout ("the connection failed") instead of the reason. Its 16 tries fit in
+        // about half the response timeout this way, and the last error reaches the caller.
+        let max_wait = (self.response_timeout.as_millis() as u64 / 32).max(10);
         ClusterClientBuilder::new(self.seeds.clone())
             .connection_timeout(self.connect_timeout)
             .response_timeout(self.response_timeout)
+            .retries(16)
+            .min_retry_wait(5)
+            .max_retry_wait(max_wait)
     }
 
     fn client(builder: ClusterClientBuilder) -> RedisResult<ClusterClient> {
