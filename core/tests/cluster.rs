@@ -260,6 +260,45 @@ async fn a_new_lock_in_a_half_migrated_slot_names_tryagain() {
     guard.release().await.unwrap();
 }
 
+/// A slot's master, a seed of the client's URL, stopped (SIGSTOP) and replaced by its
+/// replica: the client checks its hold on the new master at once, not after the
+/// connect timeout (30 s here). A new cluster connection waits for every seed it
+/// starts from to answer or time out, and it started from the URL's seeds, the
+/// stopped one among them; it starts from the latest slot map's masters now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_after_a_failover_does_not_wait_on_the_stopped_old_master() {
+    let cluster = Cluster::start().await;
+    let client = builder(&cluster.url(), 30_000)
+        .connect_timeout(Duration::from_secs(30))
+        .response_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .unwrap();
+    let name = "c:stopped-seed";
+    let guard = client.lock(name).unwrap().acquire().await.unwrap();
+    let owner = cluster.owner_of(name.as_bytes()).await;
+    assert!(cluster.url().contains(&format!(":{owner}")), "the stopped master is a seed of the URL");
+    cluster.pause(owner).await;
+    let promoted = cluster.wait_for_promotion(owner, Duration::from_secs(60)).await;
+    let mut node = cluster.raw(promoted).await;
+    // Well inside the 30 s connect timeout, while the old master stays stopped.
+    let checked = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            let noticed = client.metrics().failovers_noticed >= 1;
+            if noticed && client.renew_held_locks().await.is_ok_and(|r| r.renewed == 1 && r.lost == 0) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(checked.is_ok(), "the hold was not renewed on the new master {promoted} within 15 s of its promotion");
+    assert!(node.hexists::<_, _, bool>(name, guard.lock().owner()).await.unwrap());
+    cluster.resume(owner);
+    cluster.wait_stable().await;
+    guard.release().await.unwrap();
+}
+
 /// CLUSTER FAILOVER, then a paused (SIGSTOP) owner replaced by its replica, each
 /// while a lock of the slot is held and waited on: holds are renewed or reported
 /// lost, and the waiter acquires within seconds of the new owner.

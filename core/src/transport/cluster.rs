@@ -16,6 +16,11 @@ use tokio::sync::mpsc;
 /// The seed nodes of a cluster and how to talk to them.
 pub(crate) struct Nodes {
     seeds: Vec<ConnectionInfo>,
+    /// The masters of the latest slot map the watcher saw (`host`, `port`): a new
+    /// command connection starts from them. From the URL's seeds it waited for every
+    /// seed to answer or time out, and after a failover one of them is often the old
+    /// master, stopped: the connect timeout went by before the first hold was checked.
+    masters: std::sync::Mutex<Vec<(String, u16)>>,
     connect_timeout: Duration,
     response_timeout: Duration,
     pub describe: String,
@@ -25,18 +30,21 @@ impl Nodes {
     pub fn new(seeds: Vec<ConnectionInfo>, connect_timeout: Duration, response_timeout: Duration) -> Nodes {
         let describe =
             format!("cluster via {}", seeds.iter().map(|i| super::describe(i.addr())).collect::<Vec<_>>().join(","));
-        Nodes { seeds, connect_timeout, response_timeout, describe }
+        Nodes { seeds, masters: Default::default(), connect_timeout, response_timeout, describe }
     }
 
     fn builder(&self) -> ClusterClientBuilder {
+        self.builder_from(self.seeds.clone())
+    }
+
+    fn builder_from(&self, seeds: Vec<ConnectionInfo>) -> ClusterClientBuilder {
         // redis-rs waits 1.28 s or more before each of 16 tries of a TRYAGAIN or
         // CLUSTERDOWN by default: far past the response timeout, so the caller saw that
         // timeout ("the connection failed") instead of the reason. Its 16 tries fit in
         // about half the response timeout this way, and the last error reaches the caller.
         let max_wait = (self.response_timeout.as_millis() as u64 / 32).max(10);
-        ClusterClientBuilder::new(self.seeds.clone())
+        ClusterClientBuilder::new(seeds)
             .connection_timeout(self.connect_timeout)
-            .response_timeout(self.response_timeout)
             .retries(16)
             .min_retry_wait(5)
             .max_retry_wait(max_wait)
@@ -46,9 +54,56 @@ impl Nodes {
         builder.build()
     }
 
-    /// A command connection (connects to the nodes of the current slot map).
+    /// A command connection (connects to the nodes of the current slot map), made
+    /// from the latest slot map's masters when known, else from the URL's seeds.
+    /// Without a response timeout of redis-rs's own, as a single node's (conn/mod.rs):
+    /// each request carries ours. redis-rs's also made it reconnect to a node that
+    /// stopped answering (a master SIGSTOPped before its failover), and while it
+    /// reconnects every request to every node waits, up to the connect timeout: the
+    /// failover was noticed, and the holds checked, only after that.
     pub async fn connection(&self) -> RedisResult<ClusterConnection> {
+        let masters = self.masters_as_seeds();
+        if !masters.is_empty() {
+            match Self::client(self.builder_from(masters))?.get_async_connection().await {
+                Ok(conn) => return Ok(conn),
+                Err(e) => tracing::debug!(error = %e, "could not connect through the latest slot map's masters; trying the URL's seeds"),
+            }
+        }
         Self::client(self.builder())?.get_async_connection().await
+    }
+
+    /// Remembers the masters of a slot map the watcher saw.
+    fn saw_masters(&self, map: &SlotMap) {
+        let mut masters: Vec<(String, u16)> = map
+            .iter()
+            .filter_map(|(_, _, address)| {
+                let (host, port) = address.rsplit_once(':')?;
+                Some((host.trim_start_matches('[').trim_end_matches(']').to_string(), port.parse().ok()?))
+            })
+            .collect();
+        masters.sort();
+        masters.dedup();
+        *self.masters.lock().unwrap() = masters;
+    }
+
+    /// The remembered masters as seeds: the URL's first seed's settings (credentials,
+    /// TLS, database) at each master's address.
+    fn masters_as_seeds(&self) -> Vec<ConnectionInfo> {
+        let masters = self.masters.lock().unwrap().clone();
+        let Some(first) = self.seeds.first() else { return Vec::new() };
+        masters
+            .into_iter()
+            .filter_map(|(host, port)| {
+                let addr = match first.addr() {
+                    redis::ConnectionAddr::Tcp(..) => redis::ConnectionAddr::Tcp(host, port),
+                    redis::ConnectionAddr::TcpTls { insecure, tls_params, .. } => {
+                        redis::ConnectionAddr::TcpTls { host, port, insecure: *insecure, tls_params: tls_params.clone() }
+                    }
+                    _ => return None,
+                };
+                Some(first.clone().set_addr(addr))
+            })
+            .collect()
     }
 
     /// What the seeds' server supports: asked of the first seed that answers.
@@ -89,7 +144,7 @@ impl Nodes {
     /// changes, and a `Disconnection` when a node's connection broke).
     pub async fn subscriber(&self) -> RedisResult<(ClusterConnection, mpsc::UnboundedReceiver<PushInfo>)> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let builder = self.builder().use_protocol(redis::ProtocolVersion::RESP3).push_sender(tx);
+        let builder = self.builder().response_timeout(self.response_timeout).use_protocol(redis::ProtocolVersion::RESP3).push_sender(tx);
         Ok((Self::client(builder)?.get_async_connection().await?, rx))
     }
 }
@@ -112,8 +167,16 @@ const HINTED_FOR: Duration = Duration::from_secs(15);
 /// that it routes by the new map at once. Looks when it starts, then every [`LOOK`]
 /// while `busy` (the client holds something, else every [`IDLE_LOOK`]), every
 /// [`HINTED_LOOK`] for [`HINTED_FOR`] after a hint.
-pub(crate) async fn watch(conn: super::Conn, failovers: std::sync::Arc<super::failover::Failovers>, busy: impl Fn() -> bool) {
+pub(crate) async fn watch(
+    conn: super::Conn,
+    nodes: &Nodes,
+    failovers: std::sync::Arc<super::failover::Failovers>,
+    busy: impl Fn() -> bool,
+) {
     let mut last: Option<SlotMap> = slot_map(&conn).await.ok();
+    if let Some(map) = &last {
+        nodes.saw_masters(map);
+    }
     let mut hinted_until = tokio::time::Instant::now();
     loop {
         let pace = match () {
@@ -126,6 +189,7 @@ pub(crate) async fn watch(conn: super::Conn, failovers: std::sync::Arc<super::fa
             _ = tokio::time::sleep(pace) => {}
         }
         let Ok(map) = slot_map(&conn).await else { continue };
+        nodes.saw_masters(&map);
         if let Some(before) = &last {
             if *before != map {
                 let moved: Vec<String> = map
@@ -142,7 +206,10 @@ pub(crate) async fn watch(conn: super::Conn, failovers: std::sync::Arc<super::fa
 }
 
 async fn slot_map(conn: &super::Conn) -> RedisResult<SlotMap> {
-    let reply = conn.request(redis::cmd("CLUSTER").arg("SLOTS")).await?;
+    // Sent to any node: one that times out (stopped, about to be failed over) says
+    // nothing of the connections to the others, and a connection made again then would
+    // start from a map that still names it (waiting for it the connect timeout).
+    let reply = conn.best_effort().request(redis::cmd("CLUSTER").arg("SLOTS")).await?;
     let redis::Value::Array(ranges) = reply else {
         return Err((redis::ErrorKind::UnexpectedReturnType, "CLUSTER SLOTS did not answer a list").into());
     };

@@ -162,7 +162,17 @@ impl Transport {
                 }
                 .boxed(),
             ),
-            Target::Cluster(_) => Some(cluster::watch(conn, self.failovers.clone(), busy).boxed()),
+            Target::Cluster(_) => {
+                let failovers = self.failovers.clone();
+                Some(
+                    async move {
+                        if let Target::Cluster(nodes) = &*target {
+                            cluster::watch(conn, nodes, failovers, busy).await;
+                        }
+                    }
+                    .boxed(),
+                )
+            }
         }
     }
 

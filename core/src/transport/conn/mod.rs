@@ -228,10 +228,12 @@ impl Conn {
     }
 
     /// Retires the current connection whatever its epoch (the master it is on was
-    /// failed over: `+switch-master`), and forgets what it knew of the masters.
+    /// failed over: `+switch-master`, a changed slot map), or the attempt at one under
+    /// way (it may be waiting on the stopped old master), and forgets what it knew of
+    /// the masters: the next request connects afresh.
     pub fn retire_now(&self) {
         let mut slot = self.inner.slot.lock().unwrap();
-        if matches!(&*slot, Slot::Ready(..)) {
+        if !matches!(&*slot, Slot::Idle) {
             *slot = Slot::Idle;
         }
         drop(slot);
@@ -268,8 +270,8 @@ impl Conn {
                 // behind it: later requests go to a fresh connection.
                 if self.retires {
                     self.retire(epoch);
-                    self.hint_cluster();
                 }
+                self.hint_cluster();
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply within the response timeout").into())
             }
         }
