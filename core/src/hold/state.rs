@@ -231,13 +231,13 @@ impl HoldCell {
     }
 
     /// Marks the hold of `generation` lost and notifies the holder, once.
-    pub fn mark_lost(&self, generation: u64, reason: &str) {
+    pub fn mark_lost(&self, generation: u64, reason: &str) -> bool {
         let at = Instant::now();
         let error = self.lost_error(reason);
         {
             let mut st = self.state.lock().unwrap();
             if st.generation != generation || st.count == 0 {
-                return;
+                return false;
             }
             st.lost_levels = st.count;
             st.lost_error = Some(error.clone());
@@ -258,14 +258,15 @@ impl HoldCell {
             // Callbacks may block (bindings take their interpreter's lock): keep them off the runtime's workers.
             self.ctx.runtime.spawn_blocking(move || callback(&event));
         }
+        true
     }
 
     /// A renewal of `generation` found the owner field gone: the hold is lost, unless a
-    /// release that ends it is under way (it deleted the field; its answer decides).
-    pub fn renewal_found_gone(&self, generation: u64) {
-        if !self.state.lock().unwrap().releasing {
-            self.mark_lost(generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)");
-        }
+    /// release that ends it is under way (it deleted the field; its answer decides) or
+    /// ended it already. Returns whether it was reported lost.
+    pub fn renewal_found_gone(&self, generation: u64) -> bool {
+        let releasing = self.state.lock().unwrap().releasing;
+        !releasing && self.mark_lost(generation, "the watchdog found its owner field gone (expired, force-unlocked, or the server lost its data)")
     }
 
     /// A renewal of `generation` sent at `sent_at` succeeded: the lease now runs from

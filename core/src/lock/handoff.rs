@@ -210,12 +210,14 @@ impl Handoff {
                     }
                 }
             }
-            (Some(generation), Ok(None)) => successor.cell.mark_lost(
-                generation,
-                "it was handed over by a holder whose own hold was already gone on the server (expired or force-unlocked)",
-            ),
+            (Some(generation), Ok(None)) => {
+                successor.cell.mark_lost(
+                    generation,
+                    "it was handed over by a holder whose own hold was already gone on the server (expired or force-unlocked)",
+                );
+            }
             (Some(generation), Err(e)) => {
-                successor.cell.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()))
+                successor.cell.mark_lost(generation, &format!("the hand-over to it could not be confirmed: {}", e.message()));
             }
             (None, Ok(Some(token))) => {
                 let token = successor.is_fenced().then_some(token);

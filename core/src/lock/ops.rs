@@ -112,8 +112,8 @@ impl Held for Holder {
         }
     }
 
-    fn found_gone(&self, generation: u64) {
-        self.cell.renewal_found_gone(generation);
+    fn found_gone(&self, generation: u64) -> bool {
+        self.cell.renewal_found_gone(generation)
     }
 
     fn deadline_of(&self, generation: u64) -> Option<Instant> {
