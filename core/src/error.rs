@@ -160,12 +160,9 @@ impl Error {
             _ if code == "NOPERM" => ErrorKind::PermissionDenied,
             _ if matches!(code, "NOAUTH" | "WRONGPASS") => ErrorKind::Connection,
             // A script's READONLY (a demoted master) or LOADING, before Redis 7 only in the text.
-            _ if matches!(code, "READONLY" | "LOADING" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN") => ErrorKind::Connection,
+            _ if Self::is_refused_for_now(err) => ErrorKind::Connection,
             RK::AuthenticationFailed => ErrorKind::Connection,
             RK::Io => ErrorKind::Connection,
-            RK::Server(SK::BusyLoading | SK::TryAgain | SK::ClusterDown | SK::MasterDown | SK::ReadOnly) => {
-                ErrorKind::Connection
-            }
             // Sentinel has no master of that name (yet), or the cluster no node for a
             // slot: what a failover looks like for a moment, to be retried.
             RK::MasterNameNotFoundBySentinel | RK::NoValidReplicasFoundBySentinel | RK::ClusterConnectionNotFound => {
@@ -194,11 +191,29 @@ impl Error {
             ErrorKind::Connection if code == "CLUSTERDOWN" || matches!(err.kind(), RK::Server(SK::ClusterDown)) => {
                 " (CLUSTERDOWN: no master serves this slot now, e.g. during a failover); retry once one does"
             }
+            ErrorKind::Connection if matches!(code, "MOVED" | "ASK") => {
+                " (the cluster's slot map kept changing while redis-rs followed its redirects, e.g. during a \
+                 failover); retry"
+            }
             ErrorKind::Connection => "; check that Redis is running and reachable",
             ErrorKind::WrongType => "; the key at this name holds another type, pick another name",
             _ => "",
         };
         Error::new(kind, format!("{context}: {err}{hint}"))
+    }
+
+    /// True for a server's refusal that did not run the command and may not last: a
+    /// demoted master (READONLY), one loading its data (LOADING, MASTERDOWN), a cluster
+    /// slot being migrated (TRYAGAIN), without a master (CLUSTERDOWN) or moving while
+    /// redis-rs followed it (MOVED, ASK, once its tries ran out). Sending it again is safe.
+    pub(crate) fn is_refused_for_now(err: &redis::RedisError) -> bool {
+        use redis::{ErrorKind as RK, ServerErrorKind as SK};
+        let code = server_code(err);
+        matches!(code.as_deref(), Some("READONLY" | "LOADING" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "MOVED" | "ASK"))
+            || matches!(
+                err.kind(),
+                RK::Server(SK::BusyLoading | SK::TryAgain | SK::ClusterDown | SK::MasterDown | SK::ReadOnly | SK::Moved | SK::Ask)
+            )
     }
 
     /// True for failures after which a command may or may not have run on the server.
@@ -291,5 +306,28 @@ mod tests {
         assert_eq!(script_code(&format!("{script} @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'.")), Some("OOM"));
         assert_eq!(script_code(&format!("{script} @user_script: 1: The user executing the script can't run this command")), None);
         assert_eq!(script_code("user_script:1: Script attempted to access nonexistent global variable 'x'"), None);
+    }
+
+    /// What a Cluster answers while a failover or a migration is under way reaches the
+    /// caller as a Connection error naming it (retrying is safe: nothing ran), never
+    /// as an internal error (the failover harness saw MOVED come through as one).
+    #[test]
+    fn a_cluster_refusal_for_now_is_a_connection_error_that_names_it() {
+        use super::{Error, ErrorKind};
+        use redis::{ErrorKind as RK, ServerErrorKind as SK};
+        for (kind, text, named) in [
+            (SK::Moved, "1301 127.0.0.1:34715", "slot map kept changing"),
+            (SK::Ask, "1301 127.0.0.1:34715", "slot map kept changing"),
+            (SK::TryAgain, "Multiple keys request during rehashing of slot", "TRYAGAIN"),
+            (SK::ClusterDown, "The cluster is down", "CLUSTERDOWN"),
+        ] {
+            let err = redis::RedisError::from((RK::Server(kind), "refused", text.to_string()));
+            assert!(Error::is_refused_for_now(&err), "{kind:?}");
+            let mapped = Error::from_redis(&err, "acquiring lock \"x\"");
+            assert_eq!(mapped.kind(), ErrorKind::Connection, "{kind:?}: {mapped}");
+            assert!(mapped.message().contains(named), "{kind:?}: {mapped}");
+        }
+        let io: redis::RedisError = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset").into();
+        assert!(!Error::is_refused_for_now(&io), "a lost reply may have run");
     }
 }

@@ -365,7 +365,8 @@ where
                 metrics.renewals(0, 1);
                 return report;
             }
-            Err(e) if Error::is_ambiguous(&e) => {
+            // A refusal for now (CLUSTERDOWN during a failover, say) did not run it: as a lost reply.
+            Err(e) if Error::is_ambiguous(&e) || Error::is_refused_for_now(&e) => {
                 tracing::warn!(error = %e, holds = batch.len(), "renewal call failed; sending it again until the holds' deadline");
                 metrics.renewals(0, 1);
                 tokio::time::sleep(delay.min(until.saturating_duration_since(Instant::now()))).await;

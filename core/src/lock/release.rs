@@ -87,8 +87,10 @@ pub(crate) async fn release_script(
             Ok(reply) => break reply,
             // A refused connection sent nothing; once an attempt may have run, no later
             // failure (a refused reconnect, say) tells otherwise.
-            Err(e) if sent || Error::is_ambiguous(&e) => {
-                sent |= !e.is_connection_refusal();
+            // A refusal for now (a failover or migration under way) did not run it either:
+            // it is tried again within the window like a lost reply, not failed at once.
+            Err(e) if sent || Error::is_ambiguous(&e) || Error::is_refused_for_now(&e) => {
+                sent |= !e.is_connection_refusal() && !Error::is_refused_for_now(&e);
                 if started.elapsed() + delay >= window {
                     if !sent {
                         return Err(Error::from_redis(&e, &format!("releasing lock \"{}\"", names.display())));

@@ -40,9 +40,10 @@ impl Nodes {
     fn builder_from(&self, seeds: Vec<ConnectionInfo>) -> ClusterClientBuilder {
         // redis-rs waits 1.28 s or more before each of 16 tries of a TRYAGAIN or
         // CLUSTERDOWN by default: far past the response timeout, so the caller saw that
-        // timeout ("the connection failed") instead of the reason. Its 16 tries fit in
-        // about half the response timeout this way, and the last error reaches the caller.
-        let max_wait = (self.response_timeout.as_millis() as u64 / 32).max(10);
+        // timeout ("the connection failed") instead of the reason. Its 16 tries take
+        // about half the response timeout this way (all of it at the most), and the last
+        // error reaches the caller.
+        let max_wait = (self.response_timeout.as_millis() as u64 / 12).max(10);
         ClusterClientBuilder::new(seeds)
             .connection_timeout(self.connect_timeout)
             .retries(16)
