@@ -23,7 +23,7 @@ pub(crate) fn latch_ttl_ms(ctx: &Ctx) -> u64 {
 }
 
 /// Sends `call` until Redis answers it, retrying after failures that leave its
-/// outcome unknown until `limit`. `Connection` if it was never answered (the
+/// outcome unknown, and after refusals for now (nothing ran), until `limit`. `Connection` if it was never answered (the
 /// request may or may not have acted; its latch knows).
 pub(crate) async fn until_answered<T: FromRedisValue>(
     ctx: &Ctx,
@@ -36,8 +36,12 @@ pub(crate) async fn until_answered<T: FromRedisValue>(
         let mut conn = ctx.conn()?;
         match call.invoke_async::<T>(&mut conn).await {
             Ok(value) => return Ok(value),
-            Err(e) if Error::is_ambiguous(&e) => {
+            // A refusal for now (a Cluster failover's CLUSTERDOWN or MOVED) did not run it.
+            Err(e) if Error::is_ambiguous(&e) || Error::is_refused_for_now(&e) => {
                 if Instant::now() + delay >= limit {
+                    if !Error::is_ambiguous(&e) {
+                        return Err(Error::from_redis(&e, context));
+                    }
                     return Err(Error::new(
                         ErrorKind::Connection,
                         format!("{context}: Redis did not answer ({e}); check that it is running and reachable"),
