@@ -250,3 +250,27 @@ async fn lost_replies_act_once_for_fair_and_read_holds() {
     assert!(!raw.exists::<_, bool>("rl").await.unwrap());
     client.shutdown().await.unwrap();
 }
+
+/// A waiter gone without leaving (its leave lost in a failover, say) whose turn ends far
+/// ahead: the queue's timeouts move up a turn by a shift sent after each take
+/// (fair_shift.lua, best effort), so every shift that never lands leaves them a turn
+/// late, and a Cluster failover run left a ghost at the head with its turn 423 s away.
+/// Once the lock is free it holds the line up for one wait at most, not until then.
+#[tokio::test]
+async fn a_gone_waiter_far_ahead_holds_the_line_up_one_wait_at_most() {
+    let server = RedisServer::start();
+    let mut raw = server.raw().await;
+    let client = client(&server.url(), 3000).await;
+    let (s, us): (u64, u64) = redis::cmd("TIME").query_async(&mut raw).await.unwrap();
+    let now = s * 1000 + us / 1000;
+    let _: () = raw.rpush(QUEUE, "gone:1").await.unwrap();
+    let _: () = raw.zadd(TIMEOUTS, "gone:1", now + 400_000).await.unwrap();
+    let lock = client
+        .lock_with("f", LockOptions { fair_wait_timeout: Some(Duration::from_millis(500)), ..LockOptions::kind(ferrolock::LockKind::Fair) })
+        .unwrap();
+    let taken = lock.acquire_with(AcquireOptions::wait(Duration::from_secs(20))).await.unwrap();
+    assert!(taken.is_some(), "the line was held up past 20 s by a waiter that is gone");
+    assert!(!queue(&mut raw).await.contains(&"gone:1".to_string()));
+    taken.unwrap().release().await.unwrap();
+    client.shutdown().await.unwrap();
+}

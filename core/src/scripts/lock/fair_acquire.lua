@@ -12,6 +12,11 @@
 redis.replicate_commands()
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The head's turn ends a wait after the lock frees at the latest. One that ends later
+-- is a turn late for each queue shift that never landed (fair_shift.lua is best
+-- effort: a failover can lose one): it is brought back, or a waiter that is gone
+-- without leaving held the line up until then (423 s in a Cluster failover run).
+local latest = now + math.max(redis.call('pttl', KEYS[1]), 0) + tonumber(ARGV[3])
 while true do
   local first = redis.call('lindex', KEYS[2], 0)
   if not first then
@@ -19,6 +24,9 @@ while true do
   end
   local timeout = tonumber(redis.call('zscore', KEYS[3], first))
   if timeout and timeout > now then
+    if timeout > latest then
+      redis.call('zadd', KEYS[3], latest, first)
+    end
     break
   end
   redis.call('zrem', KEYS[3], first)
