@@ -26,7 +26,7 @@ from pottery import (
 
 import ferrolock
 import ferrolock.aio
-from helpers import RedisServer, wait_until
+from helpers import FaultProxy, RedisServer, wait_until
 
 row = pytest.mark.row
 
@@ -44,6 +44,12 @@ def masters() -> Iterator[list[RedisServer]]:
 
 def clients_of(servers: list[RedisServer]) -> list[redis.Redis]:
     return [s.redis() for s in servers]
+
+
+def scripts_run(r: redis.Redis) -> int:
+    """EVALSHA calls that ran a script (not refused, not NOSCRIPT)."""
+    stats = r.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("calls", 0)) - int(stats.get("failed_calls", 0)) - int(stats.get("rejected_calls", 0))
 
 
 @row("pottery/redlock")
@@ -199,13 +205,46 @@ def test_context_manager_timeout(
 
 
 @row("pottery/with")
+def test_release_overtakes_a_late_acquire(masters: list[RedisServer], name: str) -> None:
+    """pottery's acquire returns at a majority and leaves the last master's SET in flight;
+    its release goes out on another connection, overtakes that SET and finds nothing,
+    and the SET then lands: the key stays there until auto_release_time ends. Seen
+    without any fault in 8 of 3,000 ``with`` blocks on a quiet machine; here the third
+    master's link is slowed only while the acquire is in flight, so it happens every time."""
+    slow = FaultProxy(masters[2].port)
+    try:
+        rs = clients_of(masters)
+        through_proxy = redis.Redis(host="127.0.0.1", port=slow.port, socket_timeout=10)
+        through_proxy.ping()  # one idle connection: the acquire takes it, the release opens another
+        key = f"redlock:{name}"
+        before = scripts_run(rs[2])
+        slow.send("delay 2000")
+        with Redlock(key=name, masters={rs[0], rs[1], through_proxy}, auto_release_time=10):
+            assert rs[0].exists(key) and rs[1].exists(key) and not rs[2].exists(key)
+            slow.send("delay 0")  # the SET already sent keeps its delay; the release does not wait
+        wait_until(lambda: bool(rs[2].exists(key)), what="the late acquire to land")
+        wait_until(lambda: scripts_run(rs[2]) > before, what="pottery's release on the third master")
+        assert not rs[0].exists(key) and not rs[1].exists(key)
+        assert 0 < rs[2].pttl(key) <= 10_000  # held by nobody until it expires
+        rs[2].delete(key)
+    finally:
+        slow.stop()
+
+
+@row("pottery/with")
 def test_with(masters: list[RedisServer], name: str) -> None:
     rs = clients_of(masters)
     with Redlock(key=name, masters=set(rs)) as theirs:
         assert theirs.locked() > 0
-    # pottery returns once a majority released; the rest finish in the background.
+    # pottery returns once a majority released; the rest finish in the background, or,
+    # where its acquire was still in flight (test_release_overtakes_a_late_acquire),
+    # the key stays until auto_release_time ends.
     assert sum(1 for r in rs if not r.exists(f"redlock:{name}")) >= 2
-    wait_until(lambda: not any(r.exists(f"redlock:{name}") for r in rs), what="pottery's last release")
+    wait_until(
+        lambda: not any(r.exists(f"redlock:{name}") for r in rs),
+        timeout=theirs.auto_release_time + 5,
+        what="pottery's last release",
+    )
     ours = ferrolock.RedLock.connect([s.url for s in masters], name)
     try:
         with ours:
