@@ -224,7 +224,7 @@ async fn an_idle_observer_sends_nothing_and_reads_once_per_lease_while_someone_l
     assert!(observer.next().await.unwrap().is_none());
     // Nobody leads: nothing but the subscriber's liveness PING (every response
     // timeout, 500 ms here, as for any waiting acquire) for 1.5 s.
-    let idle = [&"ping"[..], "info"];
+    let idle = ["ping", "info"];
     let everything = |info: String| -> u64 {
         info.lines()
             .filter(|l| l.starts_with("cmdstat_") && !idle.iter().any(|c| l.starts_with(&format!("cmdstat_{c}:"))))

@@ -16,8 +16,8 @@ usage: ferrolock-failover [OPTIONS]   (bash scripts/failover.sh [OPTIONS] builds
                            (kill9-restart and manual need --policy all --aof: the guide)
   --topology T             sentinel, cluster or both (default both)
   --policy P[,P...]        the modes: replica-ack policies passed to the bindings as they
-                           are (off, one, majority, all, ...; today's bindings take off/one
-                           as their boolean); `default` gives no option (default: default,off)
+                           are (off, one, majority, all, ...); `default` gives no option
+                           (default: default,off)
   --expect-zero P[,P...]   modes that must show 0 overlaps, 0 duplicate or regressed tokens
                            and no lock left held (semaphore permits a failover leaked are
                            reported, not failed) (default: none)

@@ -104,7 +104,8 @@ pub(super) async fn apply_acquired(h: &Arc<Holder>, count: u32, token: Option<u6
             // The field went with them (gone meanwhile, or more left than it had): the
             // hold it counted on may not be there.
             let why = match outcome {
-                Ok(reply) => format!("releasing {surplus} leftover level(s) answered {reply:?}"),
+                Ok(None) => format!("releasing {surplus} leftover level(s) got no answer"),
+                Ok(Some(reply)) => format!("releasing {surplus} leftover level(s) answered {reply:?}"),
                 Err(e) => format!("releasing {surplus} leftover level(s) failed: {}", e.message()),
             };
             tracing::warn!(lock = %h.names.display(), owner = %h.owner, "{why}; they expire with the lease unless released");

@@ -54,15 +54,19 @@ impl Call {
     }
 
     /// Runs it; after a NOSCRIPT (a SCRIPT FLUSH since the connection asked what the
-    /// server has, a cluster: scripts/mod.rs) loads the script and runs it once more,
-    /// like redis-rs's `invoke_async`.
+    /// server has, a cluster: scripts/mod.rs) loads the script and runs it again, like
+    /// redis-rs's `invoke_async`, but a few times: a node restarted between the load
+    /// and the call (a failover) answers NOSCRIPT again.
     pub async fn invoke<T: FromRedisValue>(&self, conn: &mut Conn) -> RedisResult<T> {
-        match self.send(conn).await {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                self.script.load_async(conn).await?;
-                self.send(conn).await
+        let mut loads = 0;
+        loop {
+            match self.send(conn).await {
+                Err(e) if loads < 4 && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                    self.script.load_async(conn).await?;
+                    loads += 1;
+                }
+                other => return other,
             }
-            other => other,
         }
     }
 

@@ -77,17 +77,22 @@ impl Conn {
         pipe.cmd("ROLE");
         let timeout = self.timeout + config.replica_ack_timeout;
         let mut replies = self.send_to_master(&pipe, slot, timeout).await?;
-        if let (Some(script), Some(Value::ServerError(e))) = (script, replies.first()) {
-            if e.code() == "NOSCRIPT" {
-                script.load_async(&mut self.clone()).await?;
-                replies = self.send_to_master(&pipe, slot, timeout).await?;
+        // Neither refusal ran the call, and they come in any order, more than once (the
+        // slot's new master, or a master restarted after the load, lacks the script).
+        for _ in 0..4 {
+            let Some(Value::ServerError(e)) = replies.first() else { break };
+            match (e.code(), script) {
+                ("NOSCRIPT", Some(script)) => {
+                    script.load_async(&mut self.clone()).await?;
+                }
+                ("MOVED" | "ASK", _) if slot.is_some() => {
+                    // The slot has another master: a failover or a migration. The cluster
+                    // connection learns where from a MOVED to a command of its own routing.
+                    self.inner.failovers.hint();
+                    let _ = self.request(redis::cmd("EXISTS").arg(key)).await;
+                }
+                _ => break,
             }
-        }
-        if slot.is_some() && matches!(replies.first(), Some(Value::ServerError(e)) if matches!(e.code(), "MOVED" | "ASK")) {
-            // The slot has another master: a failover or a migration. The cluster
-            // connection learns where from a MOVED to a command of its own routing.
-            self.inner.failovers.hint();
-            let _ = self.request(redis::cmd("EXISTS").arg(key)).await;
             replies = self.send_to_master(&pipe, slot, timeout).await?;
         }
         let [reply, wait, role]: [Value; 3] = replies
