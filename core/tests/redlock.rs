@@ -126,6 +126,41 @@ async fn a_release_with_a_master_down_succeeds_once_the_majority_released() {
     }
 }
 
+/// A member whose server stops answering while its connection stays up (a black-holed
+/// link; a server killed but not yet noticed looks the same): the release answers once
+/// the quorum released and the member's response timeout ran out, not after the retry
+/// window the member then spends on its release, which lands once the link is back.
+/// (A CI run of the test above on a busy machine took 9.7 s: the killed member's
+/// connection was still up when the quorum had answered.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_with_a_silent_member_answers_after_its_response_timeout() {
+    let masters = servers(3);
+    let proxy = FaultProxy::start(masters[2].port).await;
+    let mut member_urls = urls(&masters);
+    member_urls[2] = proxy.url();
+    let mut clients = Vec::new();
+    for url in &member_urls {
+        let builder = builder(url, 5_000).response_timeout(Duration::from_secs(1)).retry_window(Duration::from_secs(10));
+        clients.push(builder.connect().await.unwrap());
+    }
+    let lock = redlock(&clients, "rl:silent");
+    let guard = lock.acquire().await.unwrap();
+    proxy.set_blackhole(true);
+    let started = Instant::now();
+    assert_eq!(guard.release().await.unwrap(), ferrolock::Released::Unlocked);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "the release waited for the silent member: {took:?}");
+    for server in &masters[..2] {
+        assert!(!exists(server, "rl:silent").await, "released on the answering masters");
+    }
+    proxy.set_blackhole(false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while exists(&masters[2], "rl:silent").await {
+        assert!(Instant::now() < deadline, "the silent member's release never landed once its link was back");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// A holder with 3 of 5 keeps the others out; when it vanishes (its connections
 /// black-holed, as after kill -9), another gets the lock once the lease ran out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -129,13 +129,13 @@ impl Lock {
         Ok(Lock { repr: Repr::Many(Multi::new(members, quorum)?) })
     }
 
-    /// The holder behind a single lock; `InvalidArgument` for a multi-lock.
     /// Whether this lock's client has its command connection up now (a multi-lock's
-    /// release waits for members that have).
+    /// release waits for members that have, up to their response timeout).
     pub(crate) fn is_connected(&self) -> bool {
         self.one().is_ok_and(|h| h.ctx.conn().is_ok_and(|c| c.is_ready()))
     }
 
+    /// The holder behind a single lock; `InvalidArgument` for a multi-lock.
     pub(crate) fn one(&self) -> Result<&Arc<Holder>> {
         match &self.repr {
             Repr::One { holder, .. } => Ok(holder),

@@ -274,33 +274,37 @@ impl Multi {
         }
         let mut released = 0;
         let mut failures: Vec<(usize, Error)> = Vec::new();
-        while let Some((i, result)) = calls.next().await {
+        // A Redlock released on its quorum is free for everyone else: the caller is
+        // answered once the members still answering are either connected and answer
+        // within their response timeout, or not (a server down: a member then retries
+        // for its retry window and settles in the background, as a release whose caller
+        // went away does). Awaiting connected members keeps an uncontended cycle off the
+        // runtime's threads (a task for the rest would wake one every cycle); the bound
+        // covers a member whose server went away unnoticed yet when the quorum answered.
+        let quorum_released = |released: usize| self.quorum == Quorum::Majority && released >= self.needed;
+        let bound = self.members.iter().filter_map(|m| m.one().ok()).map(|h| h.ctx.config.response_timeout).max().unwrap_or_default();
+        loop {
+            let next = if quorum_released(released) && !calls.is_empty() {
+                match tokio::time::timeout(bound, calls.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.settle_in_background(calls);
+                        break;
+                    }
+                }
+            } else {
+                calls.next().await
+            };
+            let Some((i, result)) = next else { break };
             left_of[i] -= 1;
             match result {
                 Ok(_) if left_of[i] == 0 && !failures.iter().any(|(f, _)| *f == i) => released += 1,
                 Ok(_) => {}
                 Err(e) => failures.push((i, e)),
             }
-            // A Redlock released on its quorum is free for everyone else: the caller is
-            // answered now, and the members still answering (one whose server is down
-            // retries for the retry window, then settles in the background) finish on
-            // their own, as a release whose caller went away does.
-            // Only while a member still answering has no connection (its server down,
-            // it is reconnecting): members that are connected answer within their
-            // response timeout, and awaiting them here keeps an uncontended cycle off
-            // the runtime's threads (a task for the rest would wake one every cycle).
             let struggling = || (0..self.members.len()).any(|j| left_of[j] > 0 && !self.members[j].is_connected());
-            if self.quorum == Quorum::Majority && released >= self.needed && !calls.is_empty() && struggling() {
-                if let Ok(holder) = self.members[i].one() {
-                    let name = self.display.clone();
-                    holder.ctx.runtime.spawn(async move {
-                        while let Some((i, result)) = calls.next().await {
-                            if let Err(e) = result {
-                                tracing::debug!(lock = %name, member = i + 1, error = %e, "a member's release failed after the quorum released");
-                            }
-                        }
-                    });
-                }
+            if quorum_released(released) && !calls.is_empty() && struggling() {
+                self.settle_in_background(calls);
                 break;
             }
         }
@@ -320,6 +324,23 @@ impl Multi {
         let kind = if failures.iter().any(|(_, e)| e.kind() == ErrorKind::NotOwner) { ErrorKind::NotOwner } else { failures[0].1.kind() };
         let details: Vec<String> = failures.iter().map(|(i, e)| format!("member {} ({}): {}", i + 1, self.members[*i].name(), e.message())).collect();
         Err(Error::new(kind, format!("releasing {}: {}", self.what(), details.join("; "))))
+    }
+
+    /// The member releases still answering after the quorum released finish on their
+    /// own; their failures are only logged (the caller was answered).
+    fn settle_in_background<F>(&self, mut calls: FuturesUnordered<F>)
+    where
+        F: std::future::Future<Output = (usize, Result<Released>)> + Send + 'static,
+    {
+        let Some(holder) = self.members.iter().find_map(|m| m.one().ok()) else { return };
+        let name = self.display.clone();
+        holder.ctx.runtime.spawn(async move {
+            while let Some((i, result)) = calls.next().await {
+                if let Err(e) = result {
+                    tracing::debug!(lock = %name, member = i + 1, error = %e, "a member's release failed after the quorum released");
+                }
+            }
+        });
     }
 }
 
