@@ -23,8 +23,9 @@ pub(crate) fn latch_ttl_ms(ctx: &Ctx) -> u64 {
 }
 
 /// Sends `call` until Redis answers it, retrying after failures that leave its
-/// outcome unknown, and after refusals for now (nothing ran), until `limit`. `Connection` if it was never answered (the
-/// request may or may not have acted; its latch knows).
+/// outcome unknown, and after refusals for now (nothing ran), until `limit`.
+/// `Connection` if it was never answered (the request may or may not have acted; its
+/// latch knows).
 pub(crate) async fn until_answered<T: FromRedisValue>(
     ctx: &Ctx,
     call: &ScriptInvocation<'_>,

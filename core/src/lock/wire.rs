@@ -55,13 +55,12 @@ impl Call {
 
     /// Runs it; after a NOSCRIPT (a SCRIPT FLUSH since the connection asked what the
     /// server has, a cluster: scripts/mod.rs) loads the script and runs it again, like
-    /// redis-rs's `invoke_async`, but a few times: a node restarted between the load
-    /// and the call (a failover) answers NOSCRIPT again.
+    /// redis-rs's `invoke_async`, but up to `NOSCRIPT_RELOADS` times.
     pub async fn invoke<T: FromRedisValue>(&self, conn: &mut Conn) -> RedisResult<T> {
         let mut loads = 0;
         loop {
             match self.send(conn).await {
-                Err(e) if loads < 4 && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                Err(e) if loads < crate::scripts::NOSCRIPT_RELOADS && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                     self.script.load_async(conn).await?;
                     loads += 1;
                 }

@@ -18,6 +18,10 @@
 
 use std::sync::LazyLock;
 
+/// How often a call loads its script again after NOSCRIPT before giving up: a node can
+/// lose its scripts between the load and the call (restarted in a failover).
+pub(crate) const NOSCRIPT_RELOADS: usize = 4;
+
 use redis::Script;
 
 /// Declares each script once: its source file and its static, both in [`ALL`].

@@ -190,6 +190,14 @@ impl Cluster {
         owner(&map, slot).unwrap_or_else(|| panic!("Cluster: slot {slot} is not served in {map:?}"))
     }
 
+    /// `key`'s slot and a master other than the one serving it (a target to move it to).
+    pub async fn slot_and_another_master(&self, key: &[u8]) -> (u16, u16) {
+        let slot = self.slot_of(key).await;
+        let from = self.owner_of_slot(slot).await;
+        let to = *self.masters().await.iter().find(|p| **p != from).expect("Cluster: another master");
+        (slot, to)
+    }
+
     /// A raw (non-cluster) connection to one node, with the password; replies time out
     /// after 5 s, so a paused node cannot hang the caller.
     pub async fn raw(&self, port: u16) -> MultiplexedConnection {

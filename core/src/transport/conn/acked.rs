@@ -79,7 +79,7 @@ impl Conn {
         let mut replies = self.send_to_master(&pipe, slot, timeout).await?;
         // Neither refusal ran the call, and they come in any order, more than once (the
         // slot's new master, or a master restarted after the load, lacks the script).
-        for _ in 0..4 {
+        for _ in 0..crate::scripts::NOSCRIPT_RELOADS {
             let Some(Value::ServerError(e)) = replies.first() else { break };
             match (e.code(), script) {
                 ("NOSCRIPT", Some(script)) => {
