@@ -53,9 +53,7 @@ async fn the_cluster_user_runs_the_whole_family_and_follows_a_failover() {
     // The slot of a held lock moving to another master: its renewal follows the ASK
     // redirect (ASKING; without +asking the renewal fails and the hold is reported lost).
     let held = a.lock("{app:moved}").unwrap().acquire().await.unwrap();
-    let slot = cluster.slot_of(b"{app:moved}").await;
-    let from = cluster.owner_of_slot(slot).await;
-    let to = *cluster.masters().await.iter().find(|p| **p != from).unwrap();
+    let (slot, to) = cluster.slot_and_another_master(b"{app:moved}").await;
     let migration = cluster.begin_migration(slot, to).await;
     migration.move_keys().await;
     a.renew_held_locks().await.unwrap();

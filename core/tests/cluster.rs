@@ -210,9 +210,7 @@ async fn resharding_a_held_lock_keeps_everything_working() {
     eventually(Duration::from_secs(10), "the waiter to park", || async { clients[1].waiting_acquires() == 1 }).await;
     let load = Load::new();
     let tasks = load.spawn(&clients, &names, 40);
-    let slot = cluster.slot_of(b"{c:moved}").await;
-    let from = cluster.owner_of_slot(slot).await;
-    let to = *cluster.masters().await.iter().find(|p| **p != from).unwrap();
+    let (slot, to) = cluster.slot_and_another_master(b"{c:moved}").await;
     let migration = cluster.begin_migration(slot, to).await;
     // Half-migrated: keys on both sides, ASK redirects.
     migration.move_keys().await;
@@ -242,9 +240,7 @@ async fn a_new_lock_in_a_half_migrated_slot_names_tryagain() {
     let client = cluster_client(&cluster.url(), 5_000).connect().await.unwrap();
     let name = "{c:tryagain}";
     let lock = client.fenced_lock(name).unwrap();
-    let slot = cluster.slot_of(name.as_bytes()).await;
-    let from = cluster.owner_of_slot(slot).await;
-    let to = *cluster.masters().await.iter().find(|p| **p != from).unwrap();
+    let (slot, to) = cluster.slot_and_another_master(name.as_bytes()).await;
     let migration = cluster.begin_migration(slot, to).await;
     let started = Instant::now();
     let err = lock.try_acquire().await.unwrap_err();
@@ -273,9 +269,7 @@ async fn an_acquire_moved_to_a_master_without_its_script_loads_it_there() {
     let name = "{c:moved-noscript}";
     let lock = client.fenced_lock(name).unwrap();
     lock.acquire().await.unwrap().release().await.unwrap();
-    let slot = cluster.slot_of(name.as_bytes()).await;
-    let from = cluster.owner_of_slot(slot).await;
-    let to = *cluster.masters().await.iter().find(|p| **p != from).unwrap();
+    let (slot, to) = cluster.slot_and_another_master(name.as_bytes()).await;
     cluster.begin_migration(slot, to).await.finish().await;
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut cluster.raw(to).await).await.unwrap();
     let guard = lock.try_acquire().await.unwrap_or_else(|e| panic!("{:?}: {e}", e.kind())).expect("free");
